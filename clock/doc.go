@@ -1,0 +1,11 @@
+// Package clock owns server time: the single source of "now" for every
+// limiter decision, expiry and TIME reply.
+//
+// Readings are Unix time in nanoseconds (int64). Two clocks exist: Real,
+// which is the wall clock at start plus the process's monotonic elapsed time
+// (so it never walks back within a process, whatever NTP or an operator does
+// to the wall clock), and Manual, which moves only when told (DEBUG CLOCK),
+// for tests and the worst-case tool.
+//
+// This package must import only the standard library.
+package clock

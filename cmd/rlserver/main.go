@@ -1,0 +1,150 @@
+// Command rlserver is a rate-limiting server that speaks the Redis
+// protocol. This file is wiring only: flags in, server.Start, signals.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/bits"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "rlserver:", err)
+		os.Exit(1)
+	}
+}
+
+// defaultShards is a power of two sized to the CPUs: enough shards that
+// concurrent requests rarely meet on one lock.
+func defaultShards() int {
+	n := 8 * runtime.NumCPU()
+	return 1 << bits.Len(uint(n-1))
+}
+
+// run parses args, starts the server and serves until ctx ends (a signal)
+// or a client sends SHUTDOWN; both end cleanly with a nil error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg        commands.Config
+		clockStart int64
+	)
+	fs.StringVar(&cfg.Bind, "bind", "127.0.0.1", "address to listen on")
+	fs.IntVar(&cfg.Port, "port", 6379, "TCP port (0 picks a free one)")
+	fs.StringVar(&cfg.Dir, "dir", "./data", "data directory for Pebble snapshots (not used until persistence lands)")
+	fs.DurationVar(&cfg.SaveInterval, "save-interval", 0, "snapshot interval; 0 = memory only (the only value accepted until persistence lands)")
+	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
+	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password for the primary (replication: not available yet; setting it is an error)")
+	fs.StringVar(&cfg.ReplicaOf, "replicaof", "", `"host port" of a primary (replication: not available yet; setting it is an error)`)
+	fs.IntVar(&cfg.MaxClients, "maxclients", 10000, "most simultaneous client connections")
+	fs.IntVar(&cfg.Timeout, "timeout", 0, "close clients idle this many seconds (0: never)")
+	fs.IntVar(&cfg.Shards, "shards", defaultShards(), "keyspace shards, a power of two")
+	fs.StringVar(&cfg.ClockMode, "clock", "real", "server clock: real, or manual (moved only by DEBUG CLOCK; for tests)")
+	fs.Int64Var(&clockStart, "clock-start", 0, "clock start as Unix ms (0: the wall clock now)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve TLS")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address for Prometheus metrics (not available yet; setting it is an error)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := validate(cfg); err != nil {
+		return err
+	}
+	cfg.Limits = commands.DefaultLimits
+
+	level := new(slog.LevelVar)
+	lv, err := commands.ParseLogLevel(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	level.Set(lv)
+	var h slog.Handler
+	switch cfg.LogFormat {
+	case "text":
+		h = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	case "json":
+		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	default:
+		return fmt.Errorf("--log-format must be text or json, got %q", cfg.LogFormat)
+	}
+	log := slog.New(h)
+
+	srv, err := server.Start(server.Options{Config: cfg, ClockStart: clockStart * int64(time.Millisecond), Logger: log, LogLevel: level})
+	if err != nil {
+		return err
+	}
+	log.Info("rlserver started", "version", commands.Version, "addr", srv.Addr.String(), "shards", srv.Engine.Shards(),
+		"clock", cfg.ClockMode, "dir", cfg.Dir, "persistence", "off", "keys_loaded", 0)
+	select {
+	case <-ctx.Done():
+		log.Info("signal received, shutting down")
+	case <-srv.ShutdownRequested():
+		log.Info("SHUTDOWN received, shutting down")
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Close(cctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("rlserver stopped")
+	return nil
+}
+
+// validate refuses flag values of features that are not built yet, so
+// none is silently ignored.
+func validate(cfg commands.Config) error {
+	if cfg.SaveInterval != 0 {
+		return errors.New("--save-interval: persistence is not available yet; only 0 (memory only) is accepted")
+	}
+	if cfg.Dir == "" {
+		return errors.New("--dir must not be empty")
+	}
+	if st, err := os.Stat(cfg.Dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("--dir %s: not a directory", cfg.Dir)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("--dir %s: %w", cfg.Dir, err)
+	}
+	if cfg.ReplicaOf != "" {
+		return errors.New("--replicaof: replication is not available yet")
+	}
+	if cfg.MasterAuth != "" {
+		return errors.New("--masterauth: replication is not available yet")
+	}
+	if cfg.MetricsAddr != "" {
+		return errors.New("--metrics-addr: metrics are not available yet")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key must be given together")
+	}
+	if cfg.MaxClients < 1 {
+		return errors.New("--maxclients must be at least 1")
+	}
+	if cfg.Timeout < 0 {
+		return errors.New("--timeout must not be negative")
+	}
+	return nil
+}

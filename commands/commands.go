@@ -1,0 +1,147 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// newTable is rlserver's command table: every command the dispatcher
+// knows, with Redis's arity, flags, key positions and ACL categories, so
+// COMMAND (which clients cache) describes it truthfully.
+func newTable() Table {
+	const (
+		conn   = "connection"
+		keys   = "generic"
+		server = "server"
+		str    = "string"
+		txn    = "transactions"
+		rl     = "ratelimit"
+	)
+	cmds := []*Command{
+		// connection
+		{Name: "ping", Arity: -1, Flags: FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Returns the server's liveliness response.", Run: cmdPing},
+		{Name: "echo", Arity: 2, Flags: FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Returns the given string.", Run: cmdEcho},
+		{Name: "hello", Arity: -1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "6.0.0", Summary: "Handshakes with the server: protocol version, authentication, client name.", Run: cmdHello},
+		{Name: "auth", Arity: -2, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Authenticates the connection.", Run: cmdAuth},
+		{Name: "select", Arity: 2, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Selects the database: only 0 exists.", Run: cmdSelect},
+		{Name: "quit", Arity: -1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth | FlagNoMulti, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Closes the connection.", Run: cmdQuit},
+		{Name: "reset", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth | FlagNoMulti, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "6.2.0", Summary: "Resets the connection.", Run: cmdReset},
+		{Name: "client", Arity: -2, Group: conn, Since: "2.4.0", Summary: "A container for client connection commands.", Sub: subTable("client", []*Command{
+			{Name: "id", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Returns the unique client ID of the connection.", Run: cmdClientID},
+			{Name: "setname", Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Sets the connection name.", Run: cmdClientSetName},
+			{Name: "getname", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Returns the name of the connection.", Run: cmdClientGetName},
+			{Name: "list", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Lists open connections.", Run: cmdClientList},
+			{Name: "info", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Returns information about the connection.", Run: cmdClientInfo},
+			{Name: "kill", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Terminates open connections.", Run: cmdClientKill},
+			{Name: "setinfo", Arity: 4, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Sets information specific to the client.", Run: cmdClientSetInfo},
+			{Name: "no-evict", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Accepted for compatibility; rlserver never evicts.", Run: cmdClientOnOff},
+			{Name: "no-touch", Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Accepted for compatibility; rlserver keeps no access times.", Run: cmdClientOnOff},
+			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, Summary: "Returns helpful text about the different subcommands.", Run: cmdClientHelp},
+		})},
+		// keys
+		{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, Step: 1, ACL: []string{"@keyspace", "@write", "@slow"}, KeySpecFlags: []string{"RM", "delete"}, Group: keys, Since: "1.0.0", Summary: "Deletes one or more keys.", Run: cmdDel},
+		{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, ACL: []string{"@keyspace", "@write", "@fast"}, KeySpecFlags: []string{"RM", "delete"}, Group: keys, Since: "4.0.0", Summary: "Deletes one or more keys.", Run: cmdDel},
+		{Name: "exists", Arity: -2, Flags: FlagReadOnly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, ACL: []string{"@keyspace", "@read", "@fast"}, Group: keys, Since: "1.0.0", Summary: "Counts how many of the given keys exist.", Run: cmdExists},
+		{Name: "type", Arity: 2, Flags: FlagReadOnly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@keyspace", "@read", "@fast"}, Group: keys, Since: "1.0.0", Summary: "Returns the type of a key: string (CL.THROTTLE), fixed, log, slide or bucket.", Run: cmdType},
+		{Name: "ttl", Arity: 2, Flags: FlagReadOnly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@keyspace", "@read", "@fast"}, Group: keys, Since: "1.0.0", Summary: "Returns the expiration time in seconds of a key.", Run: cmdTTL},
+		{Name: "pttl", Arity: 2, Flags: FlagReadOnly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@keyspace", "@read", "@fast"}, Group: keys, Since: "2.6.0", Summary: "Returns the expiration time in milliseconds of a key.", Run: cmdPTTL},
+		{Name: "get", Arity: 2, Flags: FlagReadOnly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@read", "@string", "@fast"}, Group: str, Since: "1.0.0", Summary: "Returns a CL.THROTTLE key's TAT in ns since the Unix epoch.", Run: cmdGet},
+		{Name: "set", Arity: -3, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@string", "@slow"}, Group: str, Since: "1.0.0", Summary: "Stores a CL.THROTTLE TAT (an unsigned 64-bit integer of ns).", Run: cmdSet},
+		{Name: "scan", Arity: -2, Flags: FlagReadOnly, ACL: []string{"@keyspace", "@read", "@slow"}, Group: keys, Since: "2.8.0", Summary: "Iterates over the key names.", Run: cmdScan},
+		{Name: "keys", Arity: 2, Flags: FlagReadOnly, ACL: []string{"@keyspace", "@read", "@slow", "@dangerous"}, Group: keys, Since: "1.0.0", Summary: "Returns all key names that match a pattern.", Run: cmdKeys},
+		{Name: "dbsize", Arity: 1, Flags: FlagReadOnly | FlagFast, ACL: []string{"@keyspace", "@read", "@fast"}, Group: server, Since: "1.0.0", Summary: "Returns the number of keys.", Run: cmdDBSize},
+		{Name: "flushall", Arity: -1, Flags: FlagWrite, ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Removes all keys.", Run: cmdFlushAll},
+		{Name: "flushdb", Arity: -1, Flags: FlagWrite, ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Removes all keys.", Run: cmdFlushAll},
+		{Name: "memory", Arity: -2, Group: server, Since: "4.0.0", Summary: "A container for memory diagnostics commands.", Sub: subTable("memory", []*Command{
+			{Name: "usage", Arity: -3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Estimates the memory usage of a key.", Run: cmdMemoryUsage},
+		})},
+		// server
+		{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Returns information and statistics about the server.", Run: cmdInfo},
+		{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Group: server, Since: "2.8.13", Summary: "Returns detailed information about all commands.", Run: cmdCommand, Sub: subTable("command", []*Command{
+			{Name: "count", Arity: 2, Flags: FlagLoading | FlagStale, Summary: "Returns a count of commands.", Run: cmdCommandCount},
+			{Name: "info", Arity: -2, Flags: FlagLoading | FlagStale, Summary: "Returns information about one, multiple or all commands.", Run: cmdCommandInfo},
+			{Name: "docs", Arity: -2, Flags: FlagLoading | FlagStale, Summary: "Returns documentary information about one, multiple or all commands.", Run: cmdCommandDocs},
+			{Name: "list", Arity: -2, Flags: FlagLoading | FlagStale, Summary: "Returns a list of command names.", Run: cmdCommandList},
+		})},
+		{Name: "config", Arity: -2, Group: server, Since: "2.0.0", Summary: "A container for server configuration commands.", Sub: subTable("config", []*Command{
+			{Name: "get", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Returns the effective values of configuration parameters.", Run: cmdConfigGet},
+			{Name: "set", Arity: -4, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Sets configuration parameters in-flight.", Run: cmdConfigSet},
+			{Name: "resetstat", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Resets the server's statistics.", Run: cmdConfigResetStat},
+		})},
+		{Name: "time", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast"}, Group: server, Since: "2.6.0", Summary: "Returns the server clock.", Run: cmdTime},
+		{Name: "debug", Arity: -2, Group: server, Since: "1.0.0", Summary: "A container for debugging commands.", Sub: subTable("debug", []*Command{
+			{Name: "clock", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Reads or moves the manual clock: SET time | ADVANCE duration | GET.", Run: cmdDebugClock},
+		})},
+		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Stops the server.", Run: cmdShutdown},
+		// transactions
+		{Name: "multi", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoMulti, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Starts a transaction.", Run: cmdMulti},
+		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},
+		{Name: "discard", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoMulti, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.0.0", Summary: "Discards a transaction.", Run: cmdDiscard},
+		// limiters
+		{Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule, FirstKey: 1, LastKey: 1, Step: 1, Group: rl, Since: "1.0.0", Summary: "GCRA rate limit, a drop-in for redis-cell: key max_burst count period [quantity].", Run: cmdThrottle},
+	}
+	t := Table{}
+	for _, c := range cmds {
+		t[c.Name] = c
+	}
+	return t
+}
+
+// subTable names each subcommand "parent|sub" (Redis's full name, used in
+// arity errors and COMMAND) and indexes it by its own name.
+func subTable(parent string, subs []*Command) map[string]*Command {
+	m := make(map[string]*Command, len(subs))
+	for _, s := range subs {
+		short := s.Name
+		s.Name = parent + "|" + short
+		s.Group, s.Since = "", ""
+		m[short] = s
+	}
+	return m
+}
+
+// slogLevel parses Redis's and slog's level names.
+type slogLevel struct{ level slog.Level }
+
+func (l *slogLevel) parse(v string) error {
+	switch strings.ToLower(v) {
+	case "debug", "verbose":
+		l.level = slog.LevelDebug
+	case "info", "notice":
+		l.level = slog.LevelInfo
+	case "warn", "warning":
+		l.level = slog.LevelWarn
+	case "error":
+		l.level = slog.LevelError
+	default:
+		return fmt.Errorf("invalid log level %q", v)
+	}
+	return nil
+}
+
+// ParseLogLevel parses a --log-level value (debug, info, warn, error and
+// Redis's verbose, notice, warning).
+func ParseLogLevel(v string) (slog.Level, error) {
+	var l slogLevel
+	err := l.parse(v)
+	return l.level, err
+}
+
+// RunExpiry drops expired keys in the background every interval until ctx
+// is done, counting them for INFO stats (expired_keys).
+func (s *Server) RunExpiry(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			st := s.Engine.Sweep(s.Clock.Now())
+			s.stats.expiredKeys.Add(int64(st.Expired))
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package commands
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+func cmdDel(x *Ctx) {
+	n := 0
+	for _, k := range x.Args[1:] {
+		if x.Store.Delete(k, x.Now) {
+			n++
+		}
+	}
+	x.W.Int(int64(n))
+}
+
+func cmdExists(x *Ctx) {
+	n := 0
+	for _, k := range x.Args[1:] {
+		if x.Store.Type(k, x.Now) != engine.KindNone {
+			n++
+		}
+	}
+	x.W.Int(int64(n))
+}
+
+func cmdType(x *Ctx) { x.W.Simple(x.Store.Type(x.Args[1], x.Now).TypeName()) }
+
+func cmdPTTL(x *Ctx) { x.W.Int(x.Store.PTTL(x.Args[1], x.Now)) }
+
+// cmdTTL rounds the ms TTL to the nearest second, as Redis does.
+func cmdTTL(x *Ctx) {
+	ms := x.Store.PTTL(x.Args[1], x.Now)
+	if ms < 0 {
+		x.W.Int(ms)
+		return
+	}
+	x.W.Int((ms + 500) / 1000)
+}
+
+// cmdGet reads a CL.THROTTLE key's TAT as redis-cell stores it: a decimal
+// number of ns since the Unix epoch.
+func cmdGet(x *Ctx) {
+	tat, found, err := x.Store.GetThrottle(x.Args[1], x.Now)
+	switch {
+	case err != nil:
+		x.Error(err)
+	case !found:
+		x.W.Null()
+	default:
+		var buf [20]byte
+		x.W.Bulk(strconv.AppendUint(buf[:0], tat, 10))
+	}
+}
+
+// cmdSet stores a CL.THROTTLE TAT (cl-throttle.md: SET exists for this
+// only): SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
+// The value must parse as an unsigned 64-bit integer.
+func cmdSet(x *Ctx) {
+	var (
+		cond    = engine.SetAlways
+		get     bool
+		keepTTL bool
+		expKind string
+		expArg  []byte
+	)
+	args := x.Args[3:]
+	for i := 0; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		switch {
+		case opt == "NX" && cond == engine.SetAlways:
+			cond = engine.SetIfMissing
+		case opt == "XX" && cond == engine.SetAlways:
+			cond = engine.SetIfExists
+		case opt == "GET":
+			get = true
+		case opt == "KEEPTTL" && expKind == "":
+			keepTTL = true
+		case (opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") && expKind == "" && !keepTTL && i+1 < len(args):
+			expKind, expArg = opt, args[i+1]
+			i++
+		default:
+			x.Error(ErrSyntax)
+			return
+		}
+	}
+	var deadline int64
+	if expKind != "" {
+		n, ok := parseInt64(expArg)
+		if !ok {
+			x.Error(ErrNotInteger)
+			return
+		}
+		nowMs := x.Now / 1_000_000
+		var expMs int64
+		switch expKind {
+		case "EX", "EXAT":
+			if n <= 0 || n > (1<<63-1)/1000 {
+				x.Error(ErrInvalidExpire)
+				return
+			}
+			n *= 1000
+		case "PX", "PXAT":
+			if n <= 0 {
+				x.Error(ErrInvalidExpire)
+				return
+			}
+		}
+		if expKind == "EX" || expKind == "PX" {
+			if n > 1<<63-1-nowMs {
+				x.Error(ErrInvalidExpire)
+				return
+			}
+			expMs = nowMs + n
+		} else {
+			expMs = n
+		}
+		deadline = engine.RedisDeadline(expMs)
+	}
+	tat, ok := parseUint64(x.Args[2])
+	if !ok {
+		x.Error(ErrNotInteger)
+		return
+	}
+	var old uint64
+	var hadOld bool
+	if get {
+		var err error
+		old, hadOld, err = x.Store.GetThrottle(x.Args[1], x.Now)
+		if err != nil {
+			x.Error(err)
+			return
+		}
+	}
+	written := x.Store.SetThrottle(x.Args[1], tat, deadline, keepTTL, cond, x.Now)
+	switch {
+	case get && hadOld:
+		x.W.BulkString(strconv.FormatUint(old, 10))
+	case get:
+		x.W.Null()
+	case written:
+		x.OK()
+	default:
+		x.W.Null()
+	}
+}
+
+func cmdDBSize(x *Ctx) { x.W.Int(int64(x.Store.Len())) }
+
+func cmdFlushAll(x *Ctx) {
+	if len(x.Args) > 2 {
+		x.Error(ErrSyntax)
+		return
+	}
+	if len(x.Args) == 2 {
+		m := strings.ToUpper(string(x.Args[1]))
+		if m != "ASYNC" && m != "SYNC" {
+			x.Error(ErrSyntax)
+			return
+		}
+	}
+	x.Store.Flush()
+	x.OK()
+}
+
+func cmdKeys(x *Ctx) {
+	pat := x.Args[1]
+	var keys []string
+	for i := 0; i < x.S.Engine.Shards(); i++ {
+		x.Store.ScanShard(i, x.Now, func(k engine.KeyInfo) {
+			if globMatch(pat, []byte(k.Key), false) {
+				keys = append(keys, k.Key)
+			}
+		})
+	}
+	x.W.Array(len(keys))
+	for _, k := range keys {
+		x.W.BulkString(k)
+	}
+}
+
+// cmdScan iterates the keyspace: SCAN cursor [MATCH p] [COUNT n] [TYPE t].
+// The cursor is a shard index in its high bits and a slot within the
+// shard's slab in its low 40 bits; a key present for the whole iteration is
+// returned at least once (unless its shard was compacted meanwhile, which
+// happens only after the shard lost three quarters of its keys).
+func cmdScan(x *Ctx) {
+	cursor, err := strconv.ParseUint(string(x.Args[1]), 10, 64)
+	if err != nil {
+		x.Error(Error("ERR invalid cursor"))
+		return
+	}
+	count := 10
+	var match, typ []byte
+	args := x.Args[2:]
+	for i := 0; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			x.Error(ErrSyntax)
+			return
+		}
+		switch strings.ToUpper(string(args[i])) {
+		case "MATCH":
+			match = args[i+1]
+		case "COUNT":
+			n, ok := parseInt64(args[i+1])
+			if !ok {
+				x.Error(ErrNotInteger)
+				return
+			}
+			if n < 1 {
+				x.Error(ErrSyntax)
+				return
+			}
+			count = int(min(n, 1<<20))
+		case "TYPE":
+			typ = args[i+1]
+		default:
+			x.Error(ErrSyntax)
+			return
+		}
+	}
+	const slotBits = 40
+	shard, slot := int(cursor>>slotBits), int(cursor&(1<<slotBits-1))
+	var keys []string
+	for shard < x.S.Engine.Shards() && len(keys) < count {
+		next := x.Store.ScanSlots(shard, slot, count-len(keys), x.Now, func(k engine.KeyInfo) {
+			if match != nil && !globMatch(match, []byte(k.Key), false) {
+				return
+			}
+			if typ != nil && !strings.EqualFold(k.Kind.TypeName(), string(typ)) {
+				return
+			}
+			keys = append(keys, k.Key)
+		})
+		if next < 0 {
+			shard, slot = shard+1, 0
+		} else {
+			slot = next
+		}
+	}
+	next := uint64(0)
+	if shard < x.S.Engine.Shards() {
+		next = uint64(shard)<<slotBits | uint64(slot)
+	}
+	x.W.Array(2)
+	x.W.BulkString(strconv.FormatUint(next, 10))
+	x.W.Array(len(keys))
+	for _, k := range keys {
+		x.W.BulkString(k)
+	}
+}
+
+func cmdMemoryUsage(x *Ctx) {
+	if len(x.Args) != 3 && !(len(x.Args) == 5 && strings.EqualFold(string(x.Args[3]), "SAMPLES")) {
+		x.Error(ErrSyntax)
+		return
+	}
+	if len(x.Args) == 5 {
+		if _, ok := parseInt64(x.Args[4]); !ok {
+			x.Error(ErrNotInteger)
+			return
+		}
+	}
+	n, ok := x.Store.MemoryUsage(x.Args[2], x.Now)
+	if !ok {
+		x.W.Null()
+		return
+	}
+	x.W.Int(n)
+}

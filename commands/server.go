@@ -1,0 +1,336 @@
+package commands
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Version is rlserver's version, reported by INFO and the start-up log.
+const Version = "0.1.0"
+
+// RedisVersion is the Redis version whose behaviour rlserver follows; it is
+// what HELLO and INFO report as redis_version, for clients that check it.
+const RedisVersion = "7.2.0"
+
+// Limits bound what one request may carry (server.md, "Errors and bad
+// input"). Exceeding one gets an error reply and the connection is closed.
+type Limits struct {
+	MaxArgs   int // arguments per command, name included
+	MaxArgLen int // bytes per argument
+	MaxKeyLen int // bytes per key argument
+	MaxOutput int // bytes of replies pending for one connection
+}
+
+// DefaultLimits are server.md's defaults.
+var DefaultLimits = Limits{MaxArgs: 1024, MaxArgLen: 64 << 10, MaxKeyLen: 1 << 10, MaxOutput: 64 << 20}
+
+// Config is the server configuration visible through CONFIG GET. Fields
+// that CONFIG SET may change at run time are read with the accessors.
+type Config struct {
+	Bind         string
+	Port         int
+	Dir          string
+	SaveInterval time.Duration
+	RequirePass  string
+	MasterAuth   string
+	ReplicaOf    string
+	MaxClients   int
+	Timeout      int // idle seconds before a client is closed; 0 never
+	Shards       int
+	ClockMode    string // "real" or "manual"
+	TLSCert      string
+	TLSKey       string
+	LogLevel     string
+	LogFormat    string
+	MetricsAddr  string
+	Limits       Limits
+}
+
+// Server is rlserver without its sockets: the keyspace, the clock, the
+// configuration, the connected clients and the statistics. The resp package
+// feeds it commands through Exec. Safe for concurrent use.
+type Server struct {
+	Engine *engine.Engine
+	Clock  clock.Clock
+	Log    *slog.Logger
+	// LogLevel is the level CONFIG SET loglevel changes.
+	LogLevel *slog.LevelVar
+	table    Table
+	started  time.Time // monotonic start, for uptime
+	runID    string
+
+	cfgMu sync.Mutex
+	cfg   Config
+
+	requirePass atomic.Pointer[string]
+	maxClients  atomic.Int64
+	timeout     atomic.Int64
+
+	clientsMu sync.Mutex
+	clients   map[int64]*Client
+	nextID    atomic.Int64
+
+	stats serverStats
+
+	shutdownOnce sync.Once
+	shutdown     chan struct{}
+}
+
+type serverStats struct {
+	connections, rejectedConns, commands, netIn, netOut, errorReplies atomic.Int64
+	expiredKeys                                                       atomic.Int64
+}
+
+// NewServer returns a server over e and clk with configuration cfg.
+func NewServer(cfg Config, e *engine.Engine, clk clock.Clock, log *slog.Logger, level *slog.LevelVar) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if level == nil {
+		level = new(slog.LevelVar)
+	}
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	s := &Server{
+		Engine: e, Clock: clk, Log: log, LogLevel: level, table: newTable(),
+		started: time.Now(), cfg: cfg, clients: make(map[int64]*Client),
+		shutdown: make(chan struct{}),
+		runID:    fmt.Sprintf("%040x", time.Now().UnixNano()),
+	}
+	pass := cfg.RequirePass
+	s.requirePass.Store(&pass)
+	s.maxClients.Store(int64(cfg.MaxClients))
+	s.timeout.Store(int64(cfg.Timeout))
+	return s
+}
+
+// Limits returns the request limits.
+func (s *Server) Limits() Limits { return s.cfg.Limits }
+
+// Config returns a copy of the current configuration.
+func (s *Server) Config() Config {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	return s.cfg
+}
+
+// IdleTimeout is the idle time after which a client is closed (0: never).
+func (s *Server) IdleTimeout() time.Duration {
+	return time.Duration(s.timeout.Load()) * time.Second
+}
+
+// ShutdownRequested is closed when a client runs SHUTDOWN.
+func (s *Server) ShutdownRequested() <-chan struct{} { return s.shutdown }
+
+// RequestShutdown asks the process to stop (as SHUTDOWN does).
+func (s *Server) RequestShutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
+
+// CountTraffic adds bytes read and written by connections to INFO stats.
+func (s *Server) CountTraffic(in, out int) {
+	s.stats.netIn.Add(int64(in))
+	s.stats.netOut.Add(int64(out))
+}
+
+// Client is one connection's state. The resp package creates it with
+// NewClient and passes it to every Exec on that connection; only that
+// connection's goroutine calls Exec with it.
+type Client struct {
+	ID    int64
+	Addr  string
+	LAddr string
+
+	proto   int
+	authed  bool
+	created time.Time
+	ctx     Ctx // reused for every command: no allocation per command
+
+	multi    bool
+	multiErr bool
+	queue    [][][]byte // MULTI queue; owns copies of the arguments
+
+	// Close, set by the connection, closes it from another goroutine
+	// (CLIENT KILL). CloseAfterReply asks the connection to close once
+	// the current reply is written (QUIT, limits).
+	Close           func()
+	closeAfterReply bool
+
+	mu         sync.Mutex // guards the fields below, read by CLIENT LIST
+	name       string
+	libName    string
+	libVer     string
+	lastCmd    string
+	lastActive time.Time
+	qbuf       int
+}
+
+// NewClient registers a connection. It returns nil and writes the error
+// to refuse it when maxclients is reached.
+func (s *Server) NewClient(addr, laddr string) (*Client, error) {
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	if max := s.maxClients.Load(); max > 0 && int64(len(s.clients)) >= max {
+		s.stats.rejectedConns.Add(1)
+		return nil, ErrMaxClients
+	}
+	c := &Client{ID: s.nextID.Add(1), Addr: addr, LAddr: laddr, proto: 2, created: time.Now()}
+	c.lastActive = c.created
+	c.authed = *s.requirePass.Load() == ""
+	s.clients[c.ID] = c
+	s.stats.connections.Add(1)
+	return c, nil
+}
+
+// RemoveClient unregisters a closed connection.
+func (s *Server) RemoveClient(c *Client) {
+	s.clientsMu.Lock()
+	delete(s.clients, c.ID)
+	s.clientsMu.Unlock()
+}
+
+// Proto is the client's protocol version (2 or 3).
+func (c *Client) Proto() int { return c.proto }
+
+// CloseAfterReply reports whether the connection must be closed once the
+// pending replies are written.
+func (c *Client) CloseAfterReply() bool { return c.closeAfterReply }
+
+// SetQueryBuffer records the client's unparsed input size for CLIENT LIST.
+func (c *Client) SetQueryBuffer(n int) {
+	c.mu.Lock()
+	c.qbuf = n
+	c.mu.Unlock()
+}
+
+// Ctx is what a handler sees: the request, its client, the reply writer,
+// the clock reading for this command and the keyspace. Args (name
+// included) are valid only until the handler returns.
+type Ctx struct {
+	S     *Server
+	C     *Client
+	W     Writer
+	Args  [][]byte
+	Now   int64 // server clock, Unix ns, read once for this command
+	Store engine.Store
+	cmd   *Command
+	fail  bool
+}
+
+// Error writes err as an error reply (mapped to Redis wording) and marks
+// the command failed for INFO commandstats.
+func (x *Ctx) Error(err error) {
+	x.fail = true
+	x.W.Error(errorReply(err))
+}
+
+// OK writes +OK.
+func (x *Ctx) OK() { x.W.Simple("OK") }
+
+// Exec runs one command for client c, writing its reply to w. args[0] is
+// the command name; args are valid only during the call.
+func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
+	if len(args) == 0 {
+		return
+	}
+	s.stats.commands.Add(1)
+	cmd, rejected := s.resolve(c, args)
+	if rejected != "" {
+		s.stats.errorReplies.Add(1)
+		if cmd != nil {
+			cmd.stats.rejected.Add(1)
+		}
+		if c.multi {
+			c.multiErr = true
+		}
+		w.Error(rejected)
+		return
+	}
+	if c.multi && !cmd.hasFlag(FlagNoMulti) {
+		q := make([][]byte, len(args))
+		for i, a := range args {
+			q[i] = append([]byte(nil), a...)
+		}
+		c.queue = append(c.queue, q)
+		w.Simple("QUEUED")
+		return
+	}
+	s.run(c, cmd, args, w, s.Clock.Now(), s.Engine.Store())
+}
+
+// run executes a resolved command with the given clock reading and store.
+func (s *Server) run(c *Client, cmd *Command, args [][]byte, w Writer, now int64, st engine.Store) {
+	start := time.Now()
+	x := &c.ctx
+	*x = Ctx{S: s, C: c, W: w, Args: args, Now: now, Store: st, cmd: cmd}
+	cmd.Run(x)
+	cmd.stats.calls.Add(1)
+	cmd.stats.usec.Add(int64(time.Since(start) / time.Microsecond))
+	if x.fail {
+		cmd.stats.failed.Add(1)
+		s.stats.errorReplies.Add(1)
+	}
+	c.mu.Lock()
+	c.lastCmd = cmd.Name
+	c.lastActive = start
+	c.mu.Unlock()
+	x.Args = nil
+}
+
+// resolve finds the command (or subcommand) for args and applies the
+// dispatcher's checks: existence, arity, authentication, key size. It
+// returns the command and, if refused, the error text.
+func (s *Server) resolve(c *Client, args [][]byte) (*Command, string) {
+	cmd := s.table.lookup(args[0])
+	if cmd == nil {
+		return nil, unknownCommand(args)
+	}
+	if cmd.Sub != nil && len(args) >= 2 {
+		sub := Table(cmd.Sub).lookup(args[1])
+		if sub == nil {
+			if !c.authed && !cmd.hasFlag(FlagNoAuth) {
+				return cmd, string(ErrNoAuth)
+			}
+			return cmd, fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", args[1], upperParent(cmd.Name))
+		}
+		cmd = sub
+	}
+	if !c.authed && !cmd.hasFlag(FlagNoAuth) {
+		return cmd, string(ErrNoAuth)
+	}
+	if !cmd.arityOK(len(args)) {
+		return cmd, fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.displayName())
+	}
+	tooLong := false
+	cmd.keyPositions(len(args), func(i int) {
+		if len(args[i]) > s.cfg.Limits.MaxKeyLen {
+			tooLong = true
+		}
+	})
+	if tooLong {
+		c.closeAfterReply = true
+		return cmd, string(ErrKeyTooLong)
+	}
+	return cmd, ""
+}
+
+// unknownCommand words the error as Redis 7 does: the name, then the
+// arguments quoted, stopping once 128 bytes of them are listed.
+func unknownCommand(args [][]byte) string {
+	b := make([]byte, 0, 128)
+	for _, a := range args[1:] {
+		if len(b) >= 128 {
+			break
+		}
+		n := min(len(a), 128-len(b))
+		b = append(b, '\'')
+		b = append(b, a[:n]...)
+		b = append(b, '\'', ' ')
+	}
+	return fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", args[0], b)
+}

@@ -1,0 +1,228 @@
+package commands
+
+import (
+	"sort"
+	"strings"
+	"sync/atomic"
+)
+
+// Flag is a property of a command that the dispatcher enforces or that
+// COMMAND reports.
+type Flag uint32
+
+// Command flags; the names are Redis's as COMMAND prints them.
+const (
+	FlagWrite Flag = 1 << iota
+	FlagReadOnly
+	FlagAdmin
+	FlagFast
+	FlagNoAuth   // runs before AUTH
+	FlagNoScript // never inside scripts
+	FlagLoading  // allowed while loading
+	FlagStale    // allowed on a stale replica
+	FlagModule   // CL.THROTTLE is a module command in redis-cell
+	FlagNoMulti  // not queued by MULTI; runs at once (EXEC, DISCARD, MULTI, QUIT, RESET)
+	FlagDenyOOM
+)
+
+var flagNames = []struct {
+	f    Flag
+	name string
+}{
+	{FlagWrite, "write"}, {FlagReadOnly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
+	{FlagAdmin, "admin"}, {FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
+	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"},
+}
+
+// Command is one entry of the command table: everything the dispatcher
+// checks before the handler runs, what COMMAND and COMMAND DOCS report, and
+// the counters INFO commandstats prints.
+type Command struct {
+	Name  string // lower case; subcommands are "parent|sub"
+	Arity int    // Redis convention: n exact, -n at least n (name included)
+	Flags Flag
+	// FirstKey, LastKey, Step locate key arguments (Redis convention;
+	// LastKey -1 means the last argument). Zero FirstKey: no keys.
+	FirstKey, LastKey, Step int
+	ACL                     []string // ACL categories, e.g. "@keyspace"
+	Group, Since, Summary   string   // COMMAND DOCS
+	// KeySpecFlags overrides the key-spec flags COMMAND reports.
+	KeySpecFlags []string
+	// Run executes the command; nil for a container of subcommands.
+	Run func(x *Ctx)
+	// Sub holds subcommands by lower-case name (CLIENT SETNAME ...).
+	Sub map[string]*Command
+
+	stats cmdStats
+}
+
+type cmdStats struct {
+	calls, usec, rejected, failed atomic.Int64
+}
+
+// Table is a command table indexed by lower-case name.
+type Table map[string]*Command
+
+// maxNameLen bounds command names looked up without allocating.
+const maxNameLen = 32
+
+// lookup finds a command by a name of any case without allocating.
+func (t Table) lookup(name []byte) *Command {
+	if len(name) > maxNameLen {
+		return nil
+	}
+	var buf [maxNameLen]byte
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return t[string(buf[:len(name)])]
+}
+
+// sorted returns the table's commands ordered by name.
+func (t Table) sorted() []*Command {
+	out := make([]*Command, 0, len(t))
+	for _, c := range t {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (c *Command) hasFlag(f Flag) bool { return c.Flags&f != 0 }
+
+// arityOK reports whether n arguments (name included) satisfy the arity.
+func (c *Command) arityOK(n int) bool {
+	if c.Arity >= 0 {
+		return n == c.Arity
+	}
+	return n >= -c.Arity
+}
+
+// keyPositions calls fn with the index of every key argument in args.
+func (c *Command) keyPositions(nargs int, fn func(i int)) {
+	if c.FirstKey <= 0 {
+		return
+	}
+	last := c.LastKey
+	if last < 0 {
+		last = nargs + last
+	}
+	step := max(c.Step, 1)
+	for i := c.FirstKey; i <= last && i < nargs; i += step {
+		fn(i)
+	}
+}
+
+// writeInfo writes the command's Redis 7 COMMAND entry: name, arity,
+// flags, first key, last key, step, ACL categories, tips, key specs,
+// subcommands.
+func (c *Command) writeInfo(w Writer) {
+	w.Array(10)
+	w.BulkString(c.Name)
+	w.Int(int64(c.Arity))
+	var flags []string
+	for _, f := range flagNames {
+		if c.Flags&f.f != 0 {
+			flags = append(flags, f.name)
+		}
+	}
+	w.Set(len(flags))
+	for _, f := range flags {
+		w.Simple(f)
+	}
+	w.Int(int64(c.FirstKey))
+	w.Int(int64(c.LastKey))
+	w.Int(int64(c.Step))
+	w.Set(len(c.ACL))
+	for _, a := range c.ACL {
+		w.Simple(a)
+	}
+	w.Array(0) // tips
+	if c.FirstKey > 0 {
+		w.Array(1)
+		c.writeKeySpec(w)
+	} else {
+		w.Array(0)
+	}
+	subs := Table(c.Sub).sorted()
+	w.Array(len(subs))
+	for _, s := range subs {
+		s.writeInfo(w)
+	}
+}
+
+func (c *Command) writeKeySpec(w Writer) {
+	flags := c.KeySpecFlags
+	if flags == nil {
+		switch {
+		case c.hasFlag(FlagWrite):
+			flags = []string{"RW", "access", "update"}
+		default:
+			flags = []string{"RO", "access"}
+		}
+	}
+	w.Map(3)
+	w.BulkString("flags")
+	w.Set(len(flags))
+	for _, f := range flags {
+		w.Simple(f)
+	}
+	w.BulkString("begin_search")
+	w.Map(2)
+	w.BulkString("type")
+	w.BulkString("index")
+	w.BulkString("spec")
+	w.Map(1)
+	w.BulkString("index")
+	w.Int(int64(c.FirstKey))
+	w.BulkString("find_keys")
+	w.Map(2)
+	w.BulkString("type")
+	w.BulkString("range")
+	w.BulkString("spec")
+	w.Map(3)
+	w.BulkString("lastkey")
+	switch {
+	case c.LastKey < 0:
+		w.Int(int64(c.LastKey))
+	default:
+		w.Int(int64(c.LastKey - c.FirstKey))
+	}
+	w.BulkString("keystep")
+	w.Int(int64(max(c.Step, 1)))
+	w.BulkString("limit")
+	w.Int(0)
+}
+
+// writeDocs writes the command's COMMAND DOCS map.
+func (c *Command) writeDocs(w Writer) {
+	n := 3
+	subs := Table(c.Sub).sorted()
+	if len(subs) > 0 {
+		n++
+	}
+	w.Map(n)
+	w.BulkString("summary")
+	w.BulkString(c.Summary)
+	w.BulkString("since")
+	w.BulkString(c.Since)
+	w.BulkString("group")
+	w.BulkString(c.Group)
+	if len(subs) > 0 {
+		w.BulkString("subcommands")
+		w.Map(len(subs))
+		for _, s := range subs {
+			w.BulkString(s.Name)
+			s.writeDocs(w)
+		}
+	}
+}
+
+// displayName is the name used in "wrong number of arguments for '...'".
+func (c *Command) displayName() string { return c.Name }
+
+// upperParent returns the parent's name in upper case for "Try X HELP.".
+func upperParent(name string) string { return strings.ToUpper(name) }

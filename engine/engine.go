@@ -1,0 +1,428 @@
+package engine
+
+import (
+	"errors"
+	"hash/maphash"
+	"math/bits"
+	"sync"
+)
+
+// Kind is the algorithm a key holds. A key holds one kind for its life;
+// another algorithm's command on it answers ErrWrongType.
+type Kind uint8
+
+// The kinds of key. KindNone is "no such key".
+const (
+	KindNone Kind = iota
+	KindThrottle
+	KindFixed
+	KindLog
+	KindSlide
+	KindBucket
+)
+
+// TypeName is the name TYPE answers: "string" for CL.THROTTLE keys (as in
+// redis-cell, where they are Redis strings), the algorithm's name for RL.*
+// keys, "none" for a missing key.
+func (k Kind) TypeName() string {
+	switch k {
+	case KindThrottle:
+		return "string"
+	case KindFixed:
+		return "fixed"
+	case KindLog:
+		return "log"
+	case KindSlide:
+		return "slide"
+	case KindBucket:
+		return "bucket"
+	}
+	return "none"
+}
+
+// ErrWrongType: the key holds another algorithm's state.
+var ErrWrongType = errors.New("engine: wrong kind of value")
+
+// never is the deadline of a key without expiry.
+const never = int64(1<<63 - 1)
+
+// entry is one key's state. deadline is the first Unix ns at which the key
+// no longer exists (alive iff now < deadline); a, b are the algorithm's
+// state words (CL.THROTTLE: a = TAT as uint64 bits).
+type entry struct {
+	deadline int64
+	a, b     int64
+	kind     Kind
+}
+
+func (e *entry) alive(now int64) bool { return now < e.deadline }
+
+// shard is one slice of the keyspace. Keys map to indexes in a slab of
+// entries, so updating an existing key neither allocates nor rehashes.
+type shard struct {
+	mu    sync.Mutex
+	index map[string]uint32
+	slab  []entry
+	keys  []string // slab index -> key, for sweeping and compaction
+	free  []uint32
+	peak  int // most keys held since the last compaction
+	_     [64]byte
+}
+
+func newShard() *shard { return &shard{index: make(map[string]uint32)} }
+
+// lookupLocked returns the slab index of a live key, dropping it first if
+// it has expired (lazy expiry).
+func (s *shard) lookupLocked(key []byte, now int64) (uint32, bool) {
+	i, ok := s.index[string(key)]
+	if !ok {
+		return 0, false
+	}
+	if !s.slab[i].alive(now) {
+		s.removeLocked(i)
+		return 0, false
+	}
+	return i, true
+}
+
+func (s *shard) insertLocked(key []byte, e entry) uint32 {
+	k := string(key)
+	var i uint32
+	if n := len(s.free); n > 0 {
+		i = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.slab[i] = e
+		s.keys[i] = k
+	} else {
+		i = uint32(len(s.slab))
+		s.slab = append(s.slab, e)
+		s.keys = append(s.keys, k)
+	}
+	s.index[k] = i
+	if n := len(s.index); n > s.peak {
+		s.peak = n
+	}
+	return i
+}
+
+func (s *shard) removeLocked(i uint32) {
+	delete(s.index, s.keys[i])
+	s.keys[i] = ""
+	s.slab[i] = entry{}
+	s.free = append(s.free, i)
+}
+
+// compactLocked rebuilds the index and slab when most of what they hold is
+// free, so memory comes back after traffic stops (Go maps never shrink).
+func (s *shard) compactLocked() {
+	n := len(s.index)
+	if s.peak < 1024 || n > s.peak/4 {
+		return
+	}
+	index := make(map[string]uint32, n)
+	slab := make([]entry, 0, n)
+	keys := make([]string, 0, n)
+	for k, i := range s.index {
+		index[k] = uint32(len(slab))
+		slab = append(slab, s.slab[i])
+		keys = append(keys, k)
+	}
+	s.index, s.slab, s.keys, s.free, s.peak = index, slab, keys, nil, n
+}
+
+// Engine is the sharded keyspace. It is safe for concurrent use; each
+// operation on a key locks only that key's shard.
+type Engine struct {
+	shards []*shard
+	mask   uint64
+	seed   maphash.Seed
+	sweep  sweeper // used only by Sweep, which must not run concurrently with itself
+}
+
+// New returns an engine with n shards; n is rounded up to a power of two
+// (at least 1).
+func New(n int) *Engine {
+	if n < 1 {
+		n = 1
+	}
+	n = 1 << bits.Len(uint(n-1))
+	e := &Engine{shards: make([]*shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
+	e.sweep.cursor = make([]int, n)
+	for i := range e.shards {
+		e.shards[i] = newShard()
+	}
+	return e
+}
+
+// Shards returns the number of shards.
+func (e *Engine) Shards() int { return len(e.shards) }
+
+func (e *Engine) shardOf(key []byte) *shard {
+	return e.shards[maphash.Bytes(e.seed, key)&e.mask]
+}
+
+// Store returns a handle whose every operation locks the shard it needs.
+func (e *Engine) Store() Store { return Store{e: e} }
+
+// Atomic runs fn with every shard locked, so the operations fn makes on its
+// Store form one atomic step (MULTI/EXEC). Shards are locked in index
+// order, so concurrent Atomic calls cannot deadlock. fn must not call
+// Engine.Store or Atomic.
+func (e *Engine) Atomic(fn func(Store)) {
+	for _, s := range e.shards {
+		s.mu.Lock()
+	}
+	defer func() {
+		for _, s := range e.shards {
+			s.mu.Unlock()
+		}
+	}()
+	fn(Store{e: e, held: true})
+}
+
+// Store performs keyspace operations, either locking per operation or,
+// inside Atomic, under locks already held. Keys passed in are only read
+// during the call; the Store copies what it keeps. Times are Unix ns.
+type Store struct {
+	e    *Engine
+	held bool
+}
+
+func (st Store) lock(s *shard) {
+	if !st.held {
+		s.mu.Lock()
+	}
+}
+
+func (st Store) unlock(s *shard) {
+	if !st.held {
+		s.mu.Unlock()
+	}
+}
+
+// Throttle runs CL.THROTTLE for quantity q on key at now and stores the
+// outcome. Errors: ErrWrongType (nothing changed), ErrExpire (the TAT was
+// stored without expiry, as redis-cell on Redis 7 leaves it).
+func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, error) {
+	s := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	i, ok := s.lookupLocked(key, now)
+	var tat uint64
+	if ok {
+		if s.slab[i].kind != KindThrottle {
+			return ThrottleResult{}, ErrWrongType
+		}
+		tat = uint64(s.slab[i].a)
+	}
+	d, err := g.Decide(tat, ok, now, q)
+	if d.Write {
+		e := entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)}
+		if ok {
+			s.slab[i] = e
+		} else {
+			s.insertLocked(key, e)
+		}
+	}
+	return d.Result, err
+}
+
+// throttleDeadline turns a Redis relative TTL in ms into a deadline in ns:
+// Redis expires a key when its ms clock is strictly past now_ms + ttl, so
+// the key lives through the whole of that last millisecond. ttl -1 and
+// below mean no expiry.
+func throttleDeadline(now, ttlMs int64) int64 {
+	if ttlMs < 0 {
+		return never
+	}
+	return RedisDeadline(now/1_000_000 + ttlMs)
+}
+
+// GetThrottle returns the TAT stored at a CL.THROTTLE key. found is false
+// for a missing key; ErrWrongType for an RL.* key.
+func (st Store) GetThrottle(key []byte, now int64) (tat uint64, found bool, err error) {
+	s := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	i, ok := s.lookupLocked(key, now)
+	if !ok {
+		return 0, false, nil
+	}
+	if s.slab[i].kind != KindThrottle {
+		return 0, true, ErrWrongType
+	}
+	return uint64(s.slab[i].a), true, nil
+}
+
+// SetCondition restricts SetThrottle (SET's NX and XX).
+type SetCondition uint8
+
+// SET conditions.
+const (
+	SetAlways SetCondition = iota
+	SetIfMissing
+	SetIfExists
+)
+
+// SetThrottle stores tat at key as a CL.THROTTLE key (SET), replacing any
+// value of any kind. deadline is an absolute ns deadline (0 = no expiry);
+// keepTTL keeps the key's current deadline. It reports whether the value
+// was written (NX/XX may refuse).
+func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool, cond SetCondition, now int64) bool {
+	s := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	i, ok := s.lookupLocked(key, now)
+	if (cond == SetIfMissing && ok) || (cond == SetIfExists && !ok) {
+		return false
+	}
+	if deadline == 0 {
+		deadline = never
+	}
+	e := entry{kind: KindThrottle, a: int64(tat), deadline: deadline}
+	if ok {
+		if keepTTL {
+			e.deadline = s.slab[i].deadline
+		}
+		s.slab[i] = e
+	} else {
+		s.insertLocked(key, e)
+	}
+	return true
+}
+
+// Delete removes key and reports whether it existed.
+func (st Store) Delete(key []byte, now int64) bool {
+	s := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	i, ok := s.lookupLocked(key, now)
+	if ok {
+		s.removeLocked(i)
+	}
+	return ok
+}
+
+// Type returns the kind of key, KindNone if it does not exist.
+func (st Store) Type(key []byte, now int64) Kind {
+	s := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	i, ok := s.lookupLocked(key, now)
+	if !ok {
+		return KindNone
+	}
+	return s.slab[i].kind
+}
+
+// PTTL returns the key's remaining life in ms as Redis's PTTL does: -2 for
+// a missing key, -1 for one without expiry. For CL.THROTTLE keys it is
+// Redis's expire_ms - now_ms; for RL.* keys it is reset_after_ms, the time
+// until the state is fresh, rounded up.
+func (st Store) PTTL(key []byte, now int64) int64 {
+	s := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	i, ok := s.lookupLocked(key, now)
+	if !ok {
+		return -2
+	}
+	e := s.slab[i]
+	if e.deadline == never {
+		return -1
+	}
+	ms := ceilDiv(e.deadline-now, 1_000_000)
+	if e.kind == KindThrottle {
+		ms-- // deadline is the end of Redis's last live millisecond
+	}
+	return ms
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// MemoryUsage estimates the bytes key occupies (MEMORY USAGE): key bytes,
+// its index slot and its state. 0 and false for a missing key.
+func (st Store) MemoryUsage(key []byte, now int64) (int64, bool) {
+	s := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	if _, ok := s.lookupLocked(key, now); !ok {
+		return 0, false
+	}
+	const perKey = 16 + 4 + 8 + 16 + 32 // key header, index value, map slot overhead, key slice, entry
+	return int64(len(key)) + perKey, true
+}
+
+// Len returns the number of keys held, including expired keys not yet
+// dropped (as Redis's DBSIZE does).
+func (st Store) Len() int {
+	n := 0
+	for _, s := range st.e.shards {
+		st.lock(s)
+		n += len(s.index)
+		st.unlock(s)
+	}
+	return n
+}
+
+// Flush removes every key.
+func (st Store) Flush() {
+	for _, s := range st.e.shards {
+		st.lock(s)
+		s.index, s.slab, s.keys, s.free, s.peak = make(map[string]uint32), nil, nil, nil, 0
+		st.unlock(s)
+	}
+}
+
+// KeyInfo describes one key for Keys and Scan callbacks.
+type KeyInfo struct {
+	Key  string
+	Kind Kind
+}
+
+// ScanShard calls fn for every live key of shard i (0 <= i < Shards()).
+// fn runs under the shard lock and must not call the Store.
+func (st Store) ScanShard(i int, now int64, fn func(KeyInfo)) {
+	s := st.e.shards[i]
+	st.lock(s)
+	defer st.unlock(s)
+	for k, idx := range s.index {
+		if e := s.slab[idx]; e.alive(now) {
+			fn(KeyInfo{Key: k, Kind: e.kind})
+		}
+	}
+}
+
+// RedisDeadline converts a Redis absolute expiry in ms (the key lives while
+// the ms clock is <= expMs) to a deadline in ns.
+func RedisDeadline(expMs int64) int64 {
+	if expMs >= maxDeadline/1_000_000 {
+		return maxDeadline
+	}
+	if expMs < 0 {
+		return 1 // long past; never 0, which SetThrottle reads as "no expiry"
+	}
+	return (expMs + 1) * 1_000_000
+}
+
+// ScanSlots calls fn for live keys of shard i starting at slab slot from,
+// visiting at most count live keys, and returns the slot to resume at, or
+// -1 when the shard is exhausted. fn runs under the shard lock and must
+// not call the Store.
+func (st Store) ScanSlots(i, from, count int, now int64, fn func(KeyInfo)) int {
+	s := st.e.shards[i]
+	st.lock(s)
+	defer st.unlock(s)
+	n := 0
+	for j := from; j < len(s.slab); j++ {
+		if n >= count {
+			return j
+		}
+		e := s.slab[j]
+		if e.kind != KindNone && e.alive(now) {
+			fn(KeyInfo{Key: s.keys[j], Kind: e.kind})
+			n++
+		}
+	}
+	return -1
+}

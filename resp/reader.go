@@ -1,0 +1,390 @@
+package resp
+
+import (
+	"errors"
+	"io"
+)
+
+// ProtocolError is malformed input. Its text is Redis's reply for it; the
+// connection is closed after sending it.
+type ProtocolError string
+
+func (e ProtocolError) Error() string { return string(e) }
+
+// Redis's protocol error texts.
+const (
+	errMultibulkLen   ProtocolError = "ERR Protocol error: invalid multibulk length"
+	errBulkLen        ProtocolError = "ERR Protocol error: invalid bulk length"
+	errBigMbulkCount  ProtocolError = "ERR Protocol error: too big mbulk count string"
+	errBigBulkCount   ProtocolError = "ERR Protocol error: too big bulk count string"
+	errBigInline      ProtocolError = "ERR Protocol error: too big inline request"
+	errUnbalanced     ProtocolError = "ERR Protocol error: unbalanced quotes in request"
+	errBulkTerminator ProtocolError = "ERR Protocol error: invalid bulk terminator"
+)
+
+// maxHeaderLine bounds "*N" and "$N" lines and inline requests (Redis's
+// PROTO_INLINE_MAX_SIZE).
+const maxHeaderLine = 64 << 10
+
+const initialBuf = 16 << 10
+
+// Reader parses commands from a stream with limits on argument count and
+// size. Argument slices returned by Next point into its buffer and are
+// valid only until the next call.
+type Reader struct {
+	rd         io.Reader
+	buf        []byte
+	start, end int
+	args       [][]byte
+	inline     []byte // scratch for unescaped inline arguments
+	maxArgs    int
+	maxArgLen  int
+	count      int // bytes read since the last TakeCount
+	// BeforeRead, if set, runs before each blocking read (idle deadlines).
+	BeforeRead func()
+}
+
+// NewReader returns a reader over rd accepting at most maxArgs arguments
+// of at most maxArgLen bytes each.
+func NewReader(rd io.Reader, maxArgs, maxArgLen int) *Reader {
+	return &Reader{rd: rd, buf: make([]byte, initialBuf), maxArgs: maxArgs, maxArgLen: maxArgLen}
+}
+
+// TakeCount returns the bytes read since its last call (for INFO stats).
+func (r *Reader) TakeCount() int {
+	n := r.count
+	r.count = 0
+	return n
+}
+
+// Buffered reports whether input is waiting to be parsed (so replies can
+// wait to be flushed with the next command's).
+func (r *Reader) Buffered() int { return r.end - r.start }
+
+// Next returns the next command's arguments. Errors are io errors from the
+// stream or a ProtocolError.
+func (r *Reader) Next() ([][]byte, error) {
+	for {
+		if r.start < r.end {
+			args, need, err := r.parse()
+			if err != nil {
+				return nil, err
+			}
+			if args != nil {
+				return args, nil
+			}
+			if need == 0 { // consumed an empty command (blank line, *0)
+				continue
+			}
+			if err := r.fill(need); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := r.fill(1); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fill reads until at least need more bytes than now are buffered (need is
+// a lower bound; the parser asks again if it was not enough), compacting
+// or growing the buffer as needed.
+func (r *Reader) fill(need int) error {
+	if r.start == r.end {
+		r.start, r.end = 0, 0
+		if len(r.buf) > initialBuf*4 { // give back memory a big command took
+			r.buf = make([]byte, initialBuf)
+		}
+	}
+	want := r.end - r.start + need
+	if want > len(r.buf) {
+		n := max(2*len(r.buf), want)
+		nb := make([]byte, n)
+		copy(nb, r.buf[r.start:r.end])
+		r.buf, r.end, r.start = nb, r.end-r.start, 0
+	} else if r.start+want > len(r.buf) {
+		copy(r.buf, r.buf[r.start:r.end])
+		r.end -= r.start
+		r.start = 0
+	}
+	target := r.end + need
+	for r.end < target {
+		if r.BeforeRead != nil {
+			r.BeforeRead()
+		}
+		n, err := r.rd.Read(r.buf[r.end:])
+		r.end += n
+		r.count += n
+		if err != nil {
+			if n > 0 && r.end >= target {
+				return nil
+			}
+			if errors.Is(err, io.EOF) && r.end > r.start {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if n > 0 {
+			return nil // let the parser look; it asks again if it needs more
+		}
+	}
+	return nil
+}
+
+// parse tries to take one command from the buffer. It returns the args, or
+// nil args and how many more bytes are needed at least (0 when an empty
+// command was consumed), or a protocol error.
+func (r *Reader) parse() ([][]byte, int, error) {
+	b := r.buf[r.start:r.end]
+	if b[0] != '*' {
+		return r.parseInline(b)
+	}
+	line, n, err := readLine(b, 1, errBigMbulkCount)
+	if err != nil || n < 0 {
+		return nil, 1, err
+	}
+	count, ok := atoi(line)
+	if !ok || count > int64(r.maxArgs) {
+		return nil, 0, errMultibulkLen
+	}
+	if count <= 0 {
+		r.start += n
+		return nil, 0, nil
+	}
+	pos := n
+	args := r.args[:0]
+	for i := int64(0); i < count; i++ {
+		if pos >= len(b) {
+			return nil, 1, nil
+		}
+		if b[pos] != '$' {
+			return nil, 0, ProtocolError("ERR Protocol error: expected '$', got '" + printable(b[pos]) + "'")
+		}
+		line, n, err := readLine(b[pos:], 1, errBigBulkCount)
+		if err != nil {
+			return nil, 0, err
+		}
+		if n < 0 {
+			return nil, 1, nil
+		}
+		size, ok := atoi(line)
+		if !ok || size < 0 || size > int64(r.maxArgLen) {
+			return nil, 0, errBulkLen
+		}
+		pos += n
+		if end := pos + int(size) + 2; end > len(b) {
+			return nil, end - len(b), nil
+		}
+		if b[pos+int(size)] != '\r' || b[pos+int(size)+1] != '\n' {
+			return nil, 0, errBulkTerminator
+		}
+		args = append(args, b[pos:pos+int(size):pos+int(size)])
+		pos += int(size) + 2
+	}
+	r.args = args
+	r.start += pos
+	return args, 0, nil
+}
+
+// readLine finds "\r\n" in b at or after from. It returns the line without
+// its type byte, the bytes consumed including CRLF, or n = -1 when the line
+// is not complete yet.
+func readLine(b []byte, from int, tooBig ProtocolError) ([]byte, int, error) {
+	for i := from; i < len(b); i++ {
+		if b[i] == '\n' {
+			if i == 0 || b[i-1] != '\r' {
+				return b[from : i+1], i + 1, nil // a bare LF: not a number, so the length check fails
+			}
+			return b[from : i-1], i + 1, nil
+		}
+		if i > maxHeaderLine {
+			return nil, 0, tooBig
+		}
+	}
+	if len(b) > maxHeaderLine {
+		return nil, 0, tooBig
+	}
+	return nil, -1, nil
+}
+
+// atoi parses a RESP length: optional '-', then digits, at most 18 of them.
+func atoi(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && b[0] == '-' {
+		neg, b = true, b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+func printable(c byte) string {
+	if c < ' ' || c > '~' {
+		return "?"
+	}
+	return string(rune(c))
+}
+
+// parseInline takes one inline (telnet) command: a line split into
+// arguments as Redis's sdssplitargs does, with "..." (escapes \n \r \t \b
+// \a \\ \" \xHH) and '...' (only \' escaped) quoting.
+func (r *Reader) parseInline(b []byte) ([][]byte, int, error) {
+	nl := -1
+	for i, c := range b {
+		if c == '\n' {
+			nl = i
+			break
+		}
+		if i >= maxHeaderLine {
+			return nil, 0, errBigInline
+		}
+	}
+	if nl < 0 {
+		if len(b) >= maxHeaderLine {
+			return nil, 0, errBigInline
+		}
+		return nil, 1, nil
+	}
+	line := b[:nl]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	r.start += nl + 1
+	args, err := r.splitArgs(line)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(args) == 0 {
+		return nil, 0, nil
+	}
+	return args, 0, nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+
+func hexVal(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+func (r *Reader) splitArgs(line []byte) ([][]byte, error) {
+	out := r.inline[:0]
+	var bounds []int // start, end pairs into out
+	i := 0
+	for {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i >= len(line) {
+			break
+		}
+		if len(bounds)/2 >= r.maxArgs {
+			return nil, errMultibulkLen
+		}
+		start := len(out)
+		inDQ, inSQ := false, false
+	arg:
+		for {
+			if i >= len(line) {
+				if inDQ || inSQ {
+					return nil, errUnbalanced
+				}
+				break
+			}
+			c := line[i]
+			switch {
+			case inDQ:
+				if c == '\\' && i+3 < len(line) && line[i+1] == 'x' {
+					h, ok1 := hexVal(line[i+2])
+					l, ok2 := hexVal(line[i+3])
+					if ok1 && ok2 {
+						out = append(out, h<<4|l)
+						i += 4
+						continue
+					}
+				}
+				if c == '\\' && i+1 < len(line) {
+					i++
+					switch e := line[i]; e {
+					case 'n':
+						c = '\n'
+					case 'r':
+						c = '\r'
+					case 't':
+						c = '\t'
+					case 'b':
+						c = '\b'
+					case 'a':
+						c = '\a'
+					default:
+						c = e
+					}
+					out = append(out, c)
+				} else if c == '"' {
+					if i+1 < len(line) && !isSpace(line[i+1]) {
+						return nil, errUnbalanced
+					}
+					i++
+					break arg
+				} else {
+					out = append(out, c)
+				}
+			case inSQ:
+				if c == '\\' && i+1 < len(line) && line[i+1] == '\'' {
+					i++
+					out = append(out, '\'')
+				} else if c == '\'' {
+					if i+1 < len(line) && !isSpace(line[i+1]) {
+						return nil, errUnbalanced
+					}
+					i++
+					break arg
+				} else {
+					out = append(out, c)
+				}
+			default:
+				switch {
+				case isSpace(c):
+					break arg
+				case c == '"':
+					inDQ = true
+				case c == '\'':
+					inSQ = true
+				default:
+					out = append(out, c)
+				}
+			}
+			i++
+			if len(out)-start > r.maxArgLen {
+				return nil, errBulkLen
+			}
+		}
+		bounds = append(bounds, start, len(out))
+	}
+	r.inline = out
+	args := r.args[:0]
+	for j := 0; j < len(bounds); j += 2 {
+		args = append(args, out[bounds[j]:bounds[j+1]:bounds[j+1]])
+	}
+	r.args = args
+	return args, nil
+}

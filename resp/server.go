@@ -1,0 +1,166 @@
+package resp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rlserver/rlserver/commands"
+)
+
+// flushThreshold is the pending output at which a connection writes even
+// though more pipelined commands are waiting.
+const flushThreshold = 64 << 10
+
+// Server accepts connections for a commands.Server.
+type Server struct {
+	cmds *commands.Server
+	tls  *tls.Config
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewServer returns a server for cmds; tlsConfig may be nil for plain TCP.
+func NewServer(cmds *commands.Server, tlsConfig *tls.Config) *Server {
+	return &Server{cmds: cmds, tls: tlsConfig, conns: make(map[net.Conn]struct{})}
+}
+
+// Serve accepts connections on ln until Close; it returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Temporary errors (out of file descriptors): back off, go on.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.cmds.Log.Warn("accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(nc)
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their
+// goroutines to finish or ctx to end.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		nc.Close()
+		s.mu.Lock()
+		delete(s.conns, nc)
+		s.mu.Unlock()
+	}()
+	srv := s.cmds
+	c, err := srv.NewClient(nc.RemoteAddr().String(), nc.LocalAddr().String())
+	if err != nil {
+		nc.Write([]byte("-" + err.Error() + "\r\n"))
+		return
+	}
+	defer srv.RemoveClient(c)
+	c.Close = func() { nc.Close() }
+
+	lim := srv.Limits()
+	rd := NewReader(nc, lim.MaxArgs, lim.MaxArgLen)
+	w := NewWriter(c.Proto)
+	rd.BeforeRead = func() {
+		if t := srv.IdleTimeout(); t > 0 {
+			nc.SetReadDeadline(time.Now().Add(t))
+		}
+	}
+	flush := func() bool {
+		if len(w.Bytes()) == 0 {
+			return true
+		}
+		n, err := nc.Write(w.Bytes())
+		srv.CountTraffic(rd.TakeCount(), n)
+		w.Reset()
+		return err == nil
+	}
+	for {
+		args, err := rd.Next()
+		if err != nil {
+			var pe ProtocolError
+			if errors.As(err, &pe) {
+				w.Error(string(pe))
+				srv.Log.Debug("protocol error, closing connection", "addr", c.Addr, "err", string(pe))
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				srv.Log.Debug("connection read failed", "addr", c.Addr, "err", err)
+			}
+			flush()
+			return
+		}
+		srv.Exec(c, args, w)
+		if len(w.Bytes()) > lim.MaxOutput {
+			srv.Log.Warn("client output limit reached, closing connection", "addr", c.Addr, "bytes", len(w.Bytes()), "limit", lim.MaxOutput)
+			w.Reset()
+			w.Error("ERR output buffer limit reached")
+			flush()
+			return
+		}
+		if c.CloseAfterReply() {
+			flush()
+			return
+		}
+		if rd.Buffered() == 0 || len(w.Bytes()) >= flushThreshold {
+			if !flush() {
+				return
+			}
+		}
+	}
+}

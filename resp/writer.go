@@ -1,0 +1,90 @@
+package resp
+
+import (
+	"strconv"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/tidwall/redcon"
+)
+
+// Writer encodes replies into a buffer in the client's protocol version
+// (read from the client on every call, so HELLO's own reply is already in
+// the new version). It implements commands.Writer.
+type Writer struct {
+	buf   []byte
+	proto func() int
+}
+
+var _ commands.Writer = (*Writer)(nil)
+
+// NewWriter returns a writer whose protocol version is given by proto.
+func NewWriter(proto func() int) *Writer { return &Writer{proto: proto} }
+
+// Bytes returns the pending output; Reset discards it.
+func (w *Writer) Bytes() []byte { return w.buf }
+
+// Reset empties the buffer, keeping its memory unless it grew large.
+func (w *Writer) Reset() {
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil
+		return
+	}
+	w.buf = w.buf[:0]
+}
+
+func (w *Writer) Proto() int          { return w.proto() }
+func (w *Writer) Simple(s string)     { w.buf = redcon.AppendString(w.buf, s) }
+func (w *Writer) Error(s string)      { w.buf = redcon.AppendError(w.buf, s) }
+func (w *Writer) Int(n int64)         { w.buf = redcon.AppendInt(w.buf, n) }
+func (w *Writer) Bulk(b []byte)       { w.buf = redcon.AppendBulk(w.buf, b) }
+func (w *Writer) BulkString(s string) { w.buf = redcon.AppendBulkString(w.buf, s) }
+func (w *Writer) Array(n int)         { w.buf = redcon.AppendArray(w.buf, n) }
+
+func (w *Writer) Null() {
+	if w.proto() == 3 {
+		w.buf = append(w.buf, "_\r\n"...)
+		return
+	}
+	w.buf = redcon.AppendNull(w.buf)
+}
+
+func (w *Writer) NullArray() {
+	if w.proto() == 3 {
+		w.buf = append(w.buf, "_\r\n"...)
+		return
+	}
+	w.buf = append(w.buf, "*-1\r\n"...)
+}
+
+func (w *Writer) header(t byte, n int) {
+	w.buf = append(w.buf, t)
+	w.buf = strconv.AppendInt(w.buf, int64(n), 10)
+	w.buf = append(w.buf, '\r', '\n')
+}
+
+func (w *Writer) Map(n int) {
+	if w.proto() == 3 {
+		w.header('%', n)
+		return
+	}
+	w.Array(2 * n)
+}
+
+func (w *Writer) Set(n int) {
+	if w.proto() == 3 {
+		w.header('~', n)
+		return
+	}
+	w.Array(n)
+}
+
+func (w *Writer) Verbatim(s string) {
+	if w.proto() == 3 {
+		w.header('=', len(s)+4)
+		w.buf = append(w.buf, "txt:"...)
+		w.buf = append(w.buf, s...)
+		w.buf = append(w.buf, '\r', '\n')
+		return
+	}
+	w.BulkString(s)
+}
