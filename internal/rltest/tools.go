@@ -1,0 +1,28 @@
+package rltest
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// RequireToolsEnv names the environment variable CI sets so that a missing
+// external tool fails the test instead of skipping it.
+const RequireToolsEnv = "RLSERVER_REQUIRE_TOOLS"
+
+// Tool returns the path of an external program (redis-cli,
+// redis-benchmark). When it is missing the test is skipped with a message
+// saying how to install it, or fails if RLSERVER_REQUIRE_TOOLS=1.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	msg := name + " not found: install Debian's redis-tools (apt-get install redis-tools) to run this test"
+	if os.Getenv(RequireToolsEnv) == "1" {
+		t.Fatalf("%s (%s=1 makes this a failure)", msg, RequireToolsEnv)
+	}
+	t.Skip(msg)
+	return ""
+}
