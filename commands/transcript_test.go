@@ -1,0 +1,26 @@
+package commands_test
+
+import (
+	"flag"
+	"path/filepath"
+	"testing"
+
+	"github.com/rlserver/rlserver/internal/rltest"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite transcripts in testdata with the replies received (review the diff)")
+
+// TestTranscripts runs every testdata/*.txt transcript against a fresh real
+// server (manual clock) over RESP.
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s := rltest.Start(t)
+			rltest.RunTranscript(t, s.Addr.String(), f, *rewrite)
+		})
+	}
+}
