@@ -108,7 +108,7 @@ func cmdCommandInfo(x *Ctx) {
 		if c := x.S.findCommand(n); c != nil {
 			c.writeInfo(x.W)
 		} else {
-			x.W.NullArray()
+			x.W.Null() // Redis's addReplyNull: $-1 in RESP2
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -176,6 +177,7 @@ func cmdKeys(x *Ctx) {
 			}
 		})
 	}
+	sort.Strings(keys) // shards and maps have no order worth exposing; sorted output is reproducible
 	x.W.Array(len(keys))
 	for _, k := range keys {
 		x.W.BulkString(k)
