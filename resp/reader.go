@@ -272,7 +272,9 @@ func (r *Reader) parseInline(b []byte) ([][]byte, int, error) {
 	return args, 0, nil
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 func hexVal(c byte) (byte, bool) {
 	switch {

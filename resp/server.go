@@ -114,20 +114,27 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	defer srv.RemoveClient(c)
 	c.Close = func() { nc.Close() }
-
-	lim := srv.Limits()
-	rd := NewReader(nc, lim.MaxArgs, lim.MaxArgLen)
-	w := NewWriter(c.Proto)
-	rd.BeforeRead = func() {
+	Serve(srv, c, nc, func() {
 		if t := srv.IdleTimeout(); t > 0 {
 			nc.SetReadDeadline(time.Now().Add(t))
 		}
-	}
+	})
+}
+
+// Serve runs client c's command loop: read commands from rw, execute them,
+// write the replies, until the input ends, a protocol error or a limit
+// closes the connection, or a command (QUIT, CLIENT KILL) asks to close.
+// beforeRead, if not nil, runs before each blocking read.
+func Serve(srv *commands.Server, c *commands.Client, rw io.ReadWriter, beforeRead func()) {
+	lim := srv.Limits()
+	rd := NewReader(rw, lim.MaxArgs, lim.MaxArgLen)
+	rd.BeforeRead = beforeRead
+	w := NewWriter(c.Proto)
 	flush := func() bool {
 		if len(w.Bytes()) == 0 {
 			return true
 		}
-		n, err := nc.Write(w.Bytes())
+		n, err := rw.Write(w.Bytes())
 		srv.CountTraffic(rd.TakeCount(), n)
 		w.Reset()
 		return err == nil

@@ -10,6 +10,7 @@ package rltest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -112,12 +113,17 @@ func (c *Conn) Read() (string, error) {
 	return ReadReply(c.rd)
 }
 
-// Closed reports whether the server has closed the connection (EOF on
-// the next read, within a few seconds).
+// Closed reports whether the server has closed the connection: the next
+// read, within a few seconds, ends in EOF or a reset (a server that closes
+// with unread input resets the connection), not in a timeout or data.
 func (c *Conn) Closed() bool {
 	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err := c.rd.ReadByte()
-	return err == io.EOF
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return err != nil
 }
 
 // ReadReply reads one RESP2/RESP3 reply from rd and renders it.

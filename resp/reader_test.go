@@ -1,0 +1,121 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/require"
+)
+
+func readAll(t *testing.T, in string, oneByte bool) ([]string, error) {
+	t.Helper()
+	var r io.Reader = strings.NewReader(in)
+	if oneByte {
+		r = iotest.OneByteReader(r)
+	}
+	rd := NewReader(r, 8, 16)
+	var out []string
+	for {
+		args, err := rd.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		var parts []string
+		for _, a := range args {
+			parts = append(parts, string(a))
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+}
+
+func TestReader(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+		err      string
+	}{
+		{"multibulk", "*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n", []string{"PING|hi"}, ""},
+		{"pipeline", "*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n", []string{"PING", "PING"}, ""},
+		{"empty bulk", "*2\r\n$4\r\nECHO\r\n$0\r\n\r\n", []string{"ECHO|"}, ""},
+		{"zero and negative counts are skipped", "*0\r\n*-1\r\n*1\r\n$1\r\nx\r\n", []string{"x"}, ""},
+		{"inline", "PING\r\nset a  b\n", []string{"PING", "set|a|b"}, ""},
+		{"inline quotes", "SET \"a b\" 'c d' \"\\x41\\n\"\r\n", []string{"SET|a b|c d|A\n"}, ""},
+		{"inline blank line", "\r\n\r\nPING\r\n", []string{"PING"}, ""},
+		{"binary bulk", "*1\r\n$3\r\n\x00\r\n\r\n", []string{"\x00\r\n"}, ""},
+		{"too many args", "*9\r\n", nil, "ERR Protocol error: invalid multibulk length"},
+		{"bad count", "*x\r\n", nil, "ERR Protocol error: invalid multibulk length"},
+		{"bare LF count", "*1\n$4\r\nPING\r\n", nil, "ERR Protocol error: invalid multibulk length"},
+		{"arg too long", "*1\r\n$17\r\n", nil, "ERR Protocol error: invalid bulk length"},
+		{"negative bulk", "*1\r\n$-1\r\n", nil, "ERR Protocol error: invalid bulk length"},
+		{"not a bulk", "*1\r\n:5\r\n", nil, "ERR Protocol error: expected '$', got ':'"},
+		{"bad terminator", "*1\r\n$1\r\nxyz\r\n", nil, "ERR Protocol error: invalid bulk terminator"},
+		{"unbalanced", "SET \"a\r\n", nil, "ERR Protocol error: unbalanced quotes in request"},
+		{"quote then text", "SET \"a\"b\r\n", nil, "ERR Protocol error: unbalanced quotes in request"},
+		{"inline too many", "a b c d e f g h i\r\n", nil, "ERR Protocol error: invalid multibulk length"},
+		{"inline arg too long", "aaaaaaaaaaaaaaaaaaaaaaaaa\r\n", nil, "ERR Protocol error: invalid bulk length"},
+		{"truncated", "*2\r\n$4\r\nPING\r\n", nil, "unexpected EOF"},
+	} {
+		for _, oneByte := range []bool{false, true} {
+			got, err := readAll(t, tc.in, oneByte)
+			if tc.err != "" {
+				require.Error(t, err, tc.name)
+				require.Equal(t, tc.err, err.Error(), tc.name)
+				continue
+			}
+			require.NoError(t, err, tc.name)
+			require.Equal(t, tc.want, got, tc.name)
+		}
+	}
+}
+
+func TestReaderHugeInlineAndHeaders(t *testing.T) {
+	_, err := readAll(t, strings.Repeat("a", maxHeaderLine+10), false)
+	require.EqualError(t, err, string(errBigInline))
+	_, err = readAll(t, "*"+strings.Repeat("1", maxHeaderLine+10), false)
+	require.EqualError(t, err, string(errBigMbulkCount))
+	_, err = readAll(t, "*1\r\n$"+strings.Repeat("1", maxHeaderLine+10), false)
+	require.EqualError(t, err, string(errBigBulkCount))
+}
+
+// TestReaderBigArgsReuseBuffer: a large command grows the buffer, which is
+// given back once consumed.
+func TestReaderBigArgsReuseBuffer(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	var in bytes.Buffer
+	in.WriteString("*2\r\n$4\r\nECHO\r\n$102400\r\n" + big + "\r\n")
+	in.WriteString("*1\r\n$4\r\nPING\r\n")
+	rd := NewReader(&in, 1024, 128<<10)
+	args, err := rd.Next()
+	require.NoError(t, err)
+	require.Equal(t, big, string(args[1]))
+	args, err = rd.Next()
+	require.NoError(t, err)
+	require.Equal(t, "PING", string(args[0]))
+	_, err = rd.Next()
+	require.ErrorIs(t, err, io.EOF)
+	require.LessOrEqual(t, len(rd.buf), initialBuf)
+}
+
+func BenchmarkReader(b *testing.B) {
+	cmd := []byte("*6\r\n$11\r\nCL.THROTTLE\r\n$8\r\nuser:123\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n$1\r\n1\r\n")
+	in := bytes.Repeat(cmd, 64)
+	r := bytes.NewReader(in)
+	rd := NewReader(r, 1024, 64<<10)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(cmd)))
+	for i := 0; i < b.N; i++ {
+		if _, err := rd.Next(); err != nil {
+			r.Reset(in)
+			if _, err := rd.Next(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
