@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// buildBinary compiles rlserver once per test run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rlserver-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "rlserver")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return binPath
+}
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	err := run(t.Context(), []string{"--help"}, &bytes.Buffer{}, &stderr)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	for _, f := range []string{"bind", "port", "dir", "save-interval", "requirepass", "masterauth", "replicaof",
+		"maxclients", "timeout", "shards", "clock", "clock-start", "tls-cert", "tls-key", "log-level", "log-format", "metrics-addr"} {
+		require.Contains(t, stderr.String(), "  -"+f, "flag %s", f)
+	}
+	require.Contains(t, stderr.String(), `(default "127.0.0.1")`)
+	require.Contains(t, stderr.String(), `(default 6379)`)
+	require.Contains(t, stderr.String(), `(default "./data")`)
+	require.Contains(t, stderr.String(), `(default 10000)`)
+}
+
+func TestLaterFeaturesFailLoudly(t *testing.T) {
+	for _, args := range [][]string{
+		{"--save-interval", "1s"},
+		{"--replicaof", "127.0.0.1 6380"},
+		{"--masterauth", "x"},
+		{"--metrics-addr", "127.0.0.1:9121"},
+		{"--shards", "3"},
+		{"--clock", "sundial"},
+		{"--tls-cert", "c.pem"},
+		{"--log-format", "xml"},
+		{"--dir", "main.go"},
+		{"stray"},
+	} {
+		err := run(t.Context(), append([]string{"--port", "0"}, args...), &bytes.Buffer{}, &bytes.Buffer{})
+		require.Error(t, err, "%v", args)
+	}
+}
+
+var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
+
+// startBinary runs the real binary and returns it with its address, read
+// from the start-up log line.
+func startBinary(t *testing.T, bin string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--port", "0"}, args...)...)
+	cmd.Dir = t.TempDir()
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	require.True(t, sc.Scan(), "no start-up line")
+	line := sc.Text()
+	require.Contains(t, line, "rlserver started")
+	require.Contains(t, line, "version=")
+	require.Contains(t, line, "shards=")
+	m := addrRE.FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	rest := &bytes.Buffer{}
+	rest.WriteString(line + "\n")
+	go func() {
+		for sc.Scan() {
+			rest.WriteString(sc.Text() + "\n")
+		}
+	}()
+	return cmd, m[1], rest
+}
+
+func TestBinaryStopsCleanly(t *testing.T) {
+	bin := buildBinary(t)
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		cmd, addr, _ := startBinary(t, bin)
+		c := rltest.Dial(t, addr)
+		require.Equal(t, "[0 16 15 -1 2]", c.Do("CL.THROTTLE", "user123", "15", "30", "60", "1"))
+		require.NoError(t, cmd.Process.Signal(sig))
+		require.NoError(t, waitExit(t, cmd), "exit status after %v", sig)
+		require.Equal(t, 0, cmd.ProcessState.ExitCode())
+	}
+	// SHUTDOWN from a client stops it too, with exit 0.
+	cmd, addr, _ := startBinary(t, bin, "--clock", "manual")
+	c := rltest.Dial(t, addr)
+	require.Equal(t, "-ERR persistence is disabled (--save-interval 0)", c.Do("SHUTDOWN", "SAVE"))
+	c.Send(rltest.Encode("SHUTDOWN", "NOSAVE"))
+	require.True(t, c.Closed())
+	require.NoError(t, waitExit(t, cmd))
+	require.Equal(t, 0, cmd.ProcessState.ExitCode())
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not exit within 20 s")
+		return nil
+	}
+}
+
+func TestDebugClockNeedsManualClock(t *testing.T) {
+	cmd, addr, _ := startBinary(t, buildBinary(t))
+	_ = cmd
+	c := rltest.Dial(t, addr)
+	for _, args := range [][]string{{"GET"}, {"SET", "1"}, {"ADVANCE", "1"}} {
+		require.Equal(t, "-ERR DEBUG CLOCK needs the manual clock (--clock manual)", c.Do(append([]string{"DEBUG", "CLOCK"}, args...)...))
+	}
+	require.True(t, strings.HasPrefix(c.Do("TIME"), "[\"17"), "real clock TIME")
+}

@@ -1,0 +1,79 @@
+package server_test
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/stretchr/testify/require"
+)
+
+func heapAlloc() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestExpiryReturnsMemory fills 1M CL.THROTTLE keys that live 1 s, moves
+// the clock past their expiry, and requires the active sweep (no client
+// touches the keys again) to bring DBSIZE to 0 and give the heap back.
+func TestExpiryReturnsMemory(t *testing.T) {
+	const keys = 1_000_000
+	s := rltest.Start(t)
+	c := rltest.Dial(t, s.Addr.String())
+	base := heapAlloc()
+
+	// Pipeline the fill in batches; a writer goroutine keeps the socket busy.
+	const batch = 10_000
+	for start := 0; start < keys; start += batch {
+		var buf []byte
+		for i := start; i < start+batch; i++ {
+			buf = append(buf, rltest.Encode("CL.THROTTLE", "key:"+strconv.Itoa(i), "0", "1", "1")...)
+		}
+		c.Send(buf)
+		for i := 0; i < batch; i++ {
+			got, err := c.Read()
+			require.NoError(t, err)
+			if got != "[0 1 0 -1 1]" {
+				t.Fatalf("key %d: %s", start+i, got)
+			}
+		}
+	}
+	require.Equal(t, strconv.Itoa(keys), c.Do("DBSIZE"))
+	full := heapAlloc()
+	perKey := float64(full-base) / keys
+	t.Logf("heap: base %d MB, with %d keys %d MB (%.0f B/key)", base>>20, keys, full>>20, perKey)
+	require.Greater(t, full, base+keys*32, "1M keys should occupy heap")
+
+	require.Equal(t, "+OK", c.Do("DEBUG", "CLOCK", "ADVANCE", "2s"))
+	waitFor(t, 15*time.Second, "DBSIZE to reach 0", func() (bool, string) {
+		n := c.Do("DBSIZE")
+		return n == "0", "DBSIZE " + n
+	})
+	waitFor(t, 15*time.Second, "heap to shrink", func() (bool, string) {
+		h := heapAlloc()
+		return h < base+(full-base)/10, fmt.Sprintf("heap %d MB (base %d MB, full %d MB)", h>>20, base>>20, full>>20)
+	})
+	require.Contains(t, c.Do("INFO", "stats"), "expired_keys:1000000")
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %s", what, state)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for state
+	}
+}
+
