@@ -157,6 +157,14 @@ func TestGoRedisClient(t *testing.T) {
 			require.Contains(t, line, " lib-ver="+redis.Version())
 			require.Contains(t, line, " resp="+strconv.Itoa(proto))
 
+			// HELLO <proto> SETNAME, as go-redis sends for Options.ClientName.
+			named := newClient(t, s, func(o *redis.Options) { o.Protocol = proto; o.ClientName = "named" })
+			require.Equal(t, "named", named.ClientGetName(ctx).Val())
+			c := rltest.Dial(t, s.Addr.String())
+			hs := c.Do("HELLO", strconv.Itoa(proto), "SETNAME", "raw-name")
+			require.Contains(t, hs, "proto")
+			require.Equal(t, `"raw-name"`, c.Do("CLIENT", "GETNAME"))
+
 			// CL.THROTTLE, integers in both protocols.
 			v, err := throttle(ctx, rdb, "user123", 15, 30, 60).Result()
 			require.NoError(t, err)
@@ -400,6 +408,7 @@ func TestGoRedisConcurrentSharedKey(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
+		require.Greater(t, rdb.PoolStats().TotalConns, uint32(1), "the calls did not run concurrently")
 		close(errs)
 		for err := range errs {
 			require.NoError(t, err)
@@ -537,6 +546,13 @@ func TestRedisCLI(t *testing.T) {
 	require.Equal(t, "1) (integer) 0\n2) (integer) 16\n3) (integer) 12\n4) (integer) -1\n5) (integer) 8\n",
 		run("-3", "--no-raw", "CL.THROTTLE", "user123", "15", "30", "60", "1"))
 	require.Equal(t, "1700000008000000000\n", run("-3", "GET", "user123"))
+
+	// With a password.
+	s = rltest.Start(t, func(o *server.Options) { o.Config.RequirePass = "s3cret" })
+	hp = hostPort(t, s)
+	require.Equal(t, "NOAUTH Authentication required.\n\n", run("CL.THROTTLE", "user123", "15", "30", "60", "1"))
+	require.Equal(t, "0\n16\n15\n-1\n2\n", run("-a", "s3cret", "--no-auth-warning", "CL.THROTTLE", "user123", "15", "30", "60", "1"))
+	require.Equal(t, "0\n16\n14\n-1\n4\n", run("-3", "-a", "s3cret", "--no-auth-warning", "CL.THROTTLE", "user123", "15", "30", "60", "1"))
 }
 
 func TestRedisBenchmark(t *testing.T) {

@@ -76,4 +76,3 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, stri
 		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for state
 	}
 }
-

@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"strconv"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkDecide is the pure CL.THROTTLE decision: no store, no lock.
+func BenchmarkDecide(b *testing.B) {
+	g, _ := NewGCRA(15, 30, 60)
+	now := int64(1_700_000_000_000_000_000)
+	tat := uint64(now)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		d, _ := g.Decide(tat, true, now, 1)
+		if d.Write {
+			tat = d.NewTAT
+		}
+		now += 1_000_000
+	}
+}
+
+// BenchmarkThrottle is a CL.THROTTLE decision on the sharded store, from
+// parallel goroutines over 1, 1e3 and 1e6 keys (one hot key must not
+// collapse throughput).
+func BenchmarkThrottle(b *testing.B) {
+	for _, n := range []int{1, 1_000, 1_000_000} {
+		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
+			e := New(16)
+			st := e.Store()
+			g, _ := NewGCRA(100, 100, 60)
+			keys := make([][]byte, n)
+			for i := range keys {
+				keys[i] = []byte("rl:gcra:" + strconv.Itoa(i))
+			}
+			now := int64(1_700_000_000_000_000_000)
+			for _, k := range keys {
+				st.Throttle(k, g, 1, now)
+			}
+			var ctr atomic.Uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := ctr.Add(1_000_003)
+				for pb.Next() {
+					i++
+					st.Throttle(keys[i%uint64(n)], g, 1, now)
+				}
+			})
+		})
+	}
+}
