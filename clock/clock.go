@@ -128,3 +128,36 @@ var units = []struct {
 }{
 	{"ns", 1}, {"us", int64(time.Microsecond)}, {"ms", int64(time.Millisecond)}, {"s", int64(time.Second)},
 }
+
+// MaxPeriod is the longest RL.* window or period: 10 years of 365 days.
+const MaxPeriod = 3650 * 24 * time.Hour
+
+// ParsePeriod parses an RL.* window or period (server.md): a decimal
+// integer with a unit suffix ms, s, m, h or d, or bare seconds, from 1ms to
+// MaxPeriod. The result is in nanoseconds.
+func ParsePeriod(s string) (int64, error) {
+	mult, num := int64(time.Second), s
+	for _, u := range periodUnits {
+		if len(s) > len(u.suffix) && s[len(s)-len(u.suffix):] == u.suffix {
+			mult, num = u.mult, s[:len(s)-len(u.suffix)]
+			break
+		}
+	}
+	if num == "" || num[0] < '0' || num[0] > '9' { // no sign: periods are positive
+		return 0, fmt.Errorf("clock: invalid period %q", s)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > int64(MaxPeriod)/mult {
+		return 0, fmt.Errorf("clock: invalid period %q", s)
+	}
+	return n * mult, nil
+}
+
+// periodUnits is ordered so that "ms" is tried before "s".
+var periodUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"ms", int64(time.Millisecond)}, {"s", int64(time.Second)}, {"m", int64(time.Minute)},
+	{"h", int64(time.Hour)}, {"d", 24 * int64(time.Hour)},
+}

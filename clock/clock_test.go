@@ -60,3 +60,22 @@ func TestParseDuration(t *testing.T) {
 		require.Equal(t, tc.want, got, tc.in)
 	}
 }
+
+func TestParsePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"1500ms", 1_500_000_000}, {"60s", 60_000_000_000}, {"5m", 300_000_000_000}, {"1h", 3_600_000_000_000},
+		{"1d", 86_400_000_000_000}, {"7", 7_000_000_000}, {"1ms", 1_000_000}, {"3650d", int64(MaxPeriod)},
+		{"315360000", int64(MaxPeriod)}, {"007s", 7_000_000_000},
+	} {
+		got, err := ParsePeriod(tc.in)
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got, tc.in)
+	}
+	for _, bad := range []string{"", "0", "0ms", "-1s", "+1s", "1.5s", "1w", "ms", "3651d", "315360001", "1 s", "1S", "99999999999999999999ms"} {
+		_, err := ParsePeriod(bad)
+		require.Error(t, err, bad)
+	}
+}

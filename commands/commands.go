@@ -2,7 +2,9 @@ package commands
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/rlserver/rlserver/engine"
 	"log/slog"
 	"strings"
 	"time"
@@ -81,6 +83,10 @@ func newTable() Table {
 		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},
 		{Name: "discard", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoMulti, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.0.0", Summary: "Discards a transaction.", Run: cmdDiscard},
 		// limiters
+		{Name: "rl.fixed", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Fixed window counter: key limit window [COST n].", Run: limiter(engine.KindFixed)},
+		{Name: "rl.log", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window log, exact: key limit window [COST n].", Run: limiter(engine.KindLog)},
+		{Name: "rl.slide", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window counter (two windows, weighted): key limit window [COST n].", Run: limiter(engine.KindSlide)},
+		{Name: "rl.bucket", Arity: -5, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Token bucket, exact refill: key capacity rate period [COST n].", Run: limiter(engine.KindBucket)},
 		{Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule, FirstKey: 1, LastKey: 1, Step: 1, Group: rl, Since: "1.0.0", Summary: "GCRA rate limit, a drop-in for redis-cell: key max_burst count period [quantity].", Run: cmdThrottle},
 	}
 	t := Table{}

@@ -17,6 +17,10 @@ func TestTranscripts(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts: %v", err)
 	}
+	// The RL.* algorithm transcripts live with the engine, which replays
+	// them directly; here they run over RESP against the real server.
+	rl, _ := filepath.Glob("../engine/testdata/rl/*.txt")
+	files = append(files, rl...)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			s := rltest.Start(t)

@@ -47,11 +47,12 @@ var ErrWrongType = errors.New("engine: wrong kind of value")
 const never = int64(1<<63 - 1)
 
 // entry is one key's state. deadline is the first Unix ns at which the key
-// no longer exists (alive iff now < deadline); a, b are the algorithm's
-// state words (CL.THROTTLE: a = TAT as uint64 bits).
+// no longer exists (alive iff now < deadline); a, b, c are the algorithm's
+// state words (CL.THROTTLE: a = TAT as uint64 bits; RL.LOG: a = units
+// held, b = slot of its log in the shard's logs).
 type entry struct {
 	deadline int64
-	a, b     int64
+	a, b, c  int64
 	kind     Kind
 }
 
@@ -65,8 +66,11 @@ type shard struct {
 	slab  []entry
 	keys  []string // slab index -> key, for sweeping and compaction
 	free  []uint32
-	peak  int // most keys held since the last compaction
-	_     [64]byte
+	// logs holds RL.LOG entries by slot (entry.b); logFree lists free slots.
+	logs    [][]int64
+	logFree []int64
+	peak    int // most keys held since the last compaction
+	_       [64]byte
 }
 
 func newShard() *shard { return &shard{index: make(map[string]uint32)} }
@@ -106,6 +110,9 @@ func (s *shard) insertLocked(key []byte, e entry) uint32 {
 }
 
 func (s *shard) removeLocked(i uint32) {
+	if s.slab[i].kind == KindLog {
+		s.freeLogLocked(s.slab[i].b)
+	}
 	delete(s.index, s.keys[i])
 	s.keys[i] = ""
 	s.slab[i] = entry{}
@@ -122,12 +129,34 @@ func (s *shard) compactLocked() {
 	index := make(map[string]uint32, n)
 	slab := make([]entry, 0, n)
 	keys := make([]string, 0, n)
+	var logs [][]int64
 	for k, i := range s.index {
+		e := s.slab[i]
+		if e.kind == KindLog {
+			logs = append(logs, s.logs[e.b])
+			e.b = int64(len(logs) - 1)
+		}
 		index[k] = uint32(len(slab))
-		slab = append(slab, s.slab[i])
+		slab = append(slab, e)
 		keys = append(keys, k)
 	}
 	s.index, s.slab, s.keys, s.free, s.peak = index, slab, keys, nil, n
+	s.logs, s.logFree = logs, nil
+}
+
+func (s *shard) newLogLocked() int64 {
+	if n := len(s.logFree); n > 0 {
+		slot := s.logFree[n-1]
+		s.logFree = s.logFree[:n-1]
+		return slot
+	}
+	s.logs = append(s.logs, nil)
+	return int64(len(s.logs) - 1)
+}
+
+func (s *shard) freeLogLocked(slot int64) {
+	s.logs[slot] = nil
+	s.logFree = append(s.logFree, slot)
 }
 
 // Engine is the sharded keyspace. It is safe for concurrent use; each
@@ -346,11 +375,16 @@ func (st Store) MemoryUsage(key []byte, now int64) (int64, bool) {
 	s := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	if _, ok := s.lookupLocked(key, now); !ok {
+	i, ok := s.lookupLocked(key, now)
+	if !ok {
 		return 0, false
 	}
-	const perKey = 16 + 4 + 8 + 16 + 32 // key header, index value, map slot overhead, key slice, entry
-	return int64(len(key)) + perKey, true
+	const perKey = 16 + 4 + 8 + 16 + 40 // key header, index value, map slot overhead, key slice, entry
+	n := int64(len(key)) + perKey
+	if e := s.slab[i]; e.kind == KindLog {
+		n += 24 + 8*int64(cap(s.logs[e.b]))
+	}
+	return n, true
 }
 
 // Len returns the number of keys held, including expired keys not yet
@@ -370,6 +404,7 @@ func (st Store) Flush() {
 	for _, s := range st.e.shards {
 		st.lock(s)
 		s.index, s.slab, s.keys, s.free, s.peak = make(map[string]uint32), nil, nil, nil, 0
+		s.logs, s.logFree = nil, nil
 		st.unlock(s)
 	}
 }
@@ -425,4 +460,65 @@ func (st Store) ScanSlots(i, from, count int, now int64, fn func(KeyInfo)) int {
 		}
 	}
 	return -1
+}
+
+// Limit runs the RL.* algorithm kind (KindFixed, KindLog, KindSlide,
+// KindBucket) for key at now and stores the outcome: a rejected request or
+// a cost-0 peek changes nothing visible, and a key whose state becomes
+// fresh is dropped. ErrWrongType if the key holds another kind.
+func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error) {
+	s := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	i, ok := s.lookupLocked(key, now)
+	var cur state
+	if ok {
+		e := &s.slab[i]
+		if e.kind != kind {
+			return Result{}, ErrWrongType
+		}
+		cur = state{e.a, e.b, e.c}
+	}
+	var next state
+	var r Result
+	switch kind {
+	case KindFixed:
+		next, r = fixedDecide(p, cur, now)
+	case KindSlide:
+		next, r = slideDecide(p, cur, now)
+	case KindBucket:
+		next, r = bucketDecide(p, cur, now)
+	case KindLog:
+		var entries []int64
+		if ok {
+			entries = s.logs[cur.b]
+		}
+		entries, total, res := logDecide(p, entries, cur.a, now)
+		r = res
+		if ok && total == 0 {
+			s.removeLocked(i) // every unit has left the window: fresh
+			return r, nil
+		}
+		if total == 0 {
+			return r, nil
+		}
+		if !ok {
+			cur.b = s.newLogLocked()
+			i = s.insertLocked(key, entry{kind: KindLog, b: cur.b})
+		}
+		s.logs[cur.b] = entries
+		e := &s.slab[i]
+		e.a, e.deadline = total, satAdd(now, r.ResetAfter)
+		return r, nil
+	}
+	if next == cur {
+		return r, nil // rejected, peeked, or nothing to change
+	}
+	e := entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: satAdd(now, r.ResetAfter)}
+	if ok {
+		s.slab[i] = e
+	} else {
+		s.insertLocked(key, e)
+	}
+	return r, nil
 }

@@ -1,0 +1,76 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// ErrNotPositive is Redis's wording for a negative count or limit.
+const ErrNotPositive Error = "ERR value is out of range, must be positive"
+
+func errPeriod(arg []byte) Error {
+	return Error(fmt.Sprintf("ERR invalid period '%s': use an integer with ms, s, m, h or d, from 1ms to 3650d", arg))
+}
+
+// limiter returns the handler of an RL.* command: RL.FIXED, RL.LOG and
+// RL.SLIDE take key limit window [COST n]; RL.BUCKET takes key capacity
+// rate period [COST n].
+func limiter(kind engine.Kind) func(*Ctx) {
+	return func(x *Ctx) {
+		p, err := parseLimitArgs(kind, x.Args)
+		if err != nil {
+			x.Error(err)
+			return
+		}
+		r, err := x.Store.Limit(kind, x.Args[1], p, x.Now)
+		if err != nil {
+			x.Error(err)
+			return
+		}
+		retry, reset := r.Millis()
+		writeLimitReply(x.W, r.Limited, r.Limit, r.Remaining, retry, reset)
+	}
+}
+
+func parseLimitArgs(kind engine.Kind, args [][]byte) (engine.Params, error) {
+	p := engine.Params{Cost: 1}
+	var ok bool
+	if p.Limit, ok = parseInt64(args[2]); !ok {
+		return p, ErrNotInteger
+	}
+	if p.Limit < 0 {
+		return p, ErrNotPositive
+	}
+	rest := args[3:]
+	if kind == engine.KindBucket {
+		if p.Rate, ok = parseInt64(args[3]); !ok {
+			return p, ErrNotInteger
+		}
+		if p.Rate <= 0 {
+			return p, ErrNotPositive
+		}
+		rest = args[4:]
+	}
+	w, err := clock.ParsePeriod(string(rest[0]))
+	if err != nil {
+		return p, errPeriod(rest[0])
+	}
+	p.Window = w
+	rest = rest[1:]
+	for len(rest) > 0 {
+		if len(rest) < 2 || !strings.EqualFold(string(rest[0]), "COST") {
+			return p, ErrSyntax
+		}
+		if p.Cost, ok = parseInt64(rest[1]); !ok {
+			return p, ErrNotInteger
+		}
+		if p.Cost < 0 {
+			return p, ErrNotPositive
+		}
+		rest = rest[2:]
+	}
+	return p, nil
+}
