@@ -133,10 +133,10 @@ func (rep *Report) Markdown() string {
 // trailing 1000 ms window over time, against the limit.
 func (rep *Report) SVG() string {
 	const (
-		w, h             = 760, 360
-		left, right      = 50, 150
+		w, h             = 960, 360
+		left, right      = 50, 250
 		top, bottom      = 30, 40
-		t0, t1           = int64(500), int64(3500) // ms
+		t0, t1           = int64(500), int64(4000) // ms
 		yMax             = 25
 		step             = int64(5)
 		plotW, plotH     = w - left - right, h - top - bottom
@@ -145,6 +145,8 @@ func (rep *Report) SVG() string {
 	x := func(ms int64) float64 { return left + float64(ms-t0)/float64(t1-t0)*plotW }
 	y := func(v int) float64 { return top + plotH - float64(v)/yMax*plotH }
 	colors := map[string]string{"RL.FIXED": "#d62728", "RL.LOG": "#2ca02c", "RL.SLIDE": "#ff7f0e", "RL.BUCKET": "#1f77b4", "CL.THROTTLE": "#9467bd"}
+	// Curves that coincide stay visible: each is dashed differently.
+	dashes := map[string]string{"RL.FIXED": "", "RL.LOG": "", "RL.SLIDE": "", "RL.BUCKET": "8,4", "CL.THROTTLE": "2,4"}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
@@ -168,10 +170,10 @@ func (rep *Report) SVG() string {
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(t), y(n)))
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.6" points="%s"/>`+"\n", colors[a.Name], strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-dasharray="%s" points="%s"/>`+"\n", colors[a.Name], dashes[a.Name], strings.Join(pts, " "))
 		ly := top + 20 + 18*i
-		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"/><text x="%d" y="%d">%s (peak %d)</text>`+"\n",
-			left+plotW+6, left+plotW+26, ly, ly, colors[a.Name], left+plotW+30, ly+4, a.Name, Peak(adm))
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3" stroke-dasharray="%s"/><text x="%d" y="%d">%s (peak %d)</text>`+"\n",
+			left+plotW+60, left+plotW+84, ly, ly, colors[a.Name], dashes[a.Name], left+plotW+88, ly+4, a.Name, Peak(adm))
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
