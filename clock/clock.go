@@ -134,21 +134,28 @@ const MaxPeriod = 3650 * 24 * time.Hour
 
 // ParsePeriod parses an RL.* window or period (server.md): a decimal
 // integer with a unit suffix ms, s, m, h or d, or bare seconds, from 1ms to
-// MaxPeriod. The result is in nanoseconds.
-func ParsePeriod(s string) (int64, error) {
-	mult, num := int64(time.Second), s
+// MaxPeriod. The result is in nanoseconds. It does not allocate unless it
+// fails.
+func ParsePeriod(b []byte) (int64, error) {
+	mult, num := int64(time.Second), b
 	for _, u := range periodUnits {
-		if len(s) > len(u.suffix) && s[len(s)-len(u.suffix):] == u.suffix {
-			mult, num = u.mult, s[:len(s)-len(u.suffix)]
+		if len(b) > len(u.suffix) && string(b[len(b)-len(u.suffix):]) == u.suffix {
+			mult, num = u.mult, b[:len(b)-len(u.suffix)]
 			break
 		}
 	}
-	if num == "" || num[0] < '0' || num[0] > '9' { // no sign: periods are positive
-		return 0, fmt.Errorf("clock: invalid period %q", s)
+	limit := int64(MaxPeriod) / mult
+	n := int64(0)
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("clock: invalid period %q", b)
+		}
+		if n = n*10 + int64(c-'0'); n > limit {
+			return 0, fmt.Errorf("clock: invalid period %q", b)
+		}
 	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > int64(MaxPeriod)/mult {
-		return 0, fmt.Errorf("clock: invalid period %q", s)
+	if n <= 0 { // also an empty number
+		return 0, fmt.Errorf("clock: invalid period %q", b)
 	}
 	return n * mult, nil
 }

@@ -70,12 +70,12 @@ func TestParsePeriod(t *testing.T) {
 		{"1d", 86_400_000_000_000}, {"7", 7_000_000_000}, {"1ms", 1_000_000}, {"3650d", int64(MaxPeriod)},
 		{"315360000", int64(MaxPeriod)}, {"007s", 7_000_000_000},
 	} {
-		got, err := ParsePeriod(tc.in)
+		got, err := ParsePeriod([]byte(tc.in))
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, got, tc.in)
 	}
 	for _, bad := range []string{"", "0", "0ms", "-1s", "+1s", "1.5s", "1w", "ms", "3651d", "315360001", "1 s", "1S", "99999999999999999999ms"} {
-		_, err := ParsePeriod(bad)
+		_, err := ParsePeriod([]byte(bad))
 		require.Error(t, err, bad)
 	}
 }

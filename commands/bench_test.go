@@ -34,6 +34,8 @@ func BenchmarkDispatch(b *testing.B) {
 		{"PING", []string{"PING"}},
 		{"CL.THROTTLE", []string{"CL.THROTTLE", "user:123", "15", "30", "60", "1"}},
 		{"GET", []string{"get", "user:123"}},
+		{"RL.FIXED", []string{"RL.FIXED", "user:123:f", "100", "60s"}},
+		{"RL.BUCKET", []string{"RL.BUCKET", "user:123:b", "100", "100", "60s"}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := NewServer(Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewReal(1_700_000_000_000_000_000), nil, nil)
@@ -62,6 +64,10 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		{"cl.throttle", "user:123", "15", "30", "60"},
 		{"PING"},
 		{"PTTL", "user:123"},
+		{"RL.FIXED", "f", "100", "60s"},
+		{"RL.SLIDE", "s", "100", "60s"},
+		{"RL.BUCKET", "b", "100", "100", "60s"},
+		{"RL.LOG", "l", "1000000", "60s"},
 	} {
 		args := make([][]byte, len(cmd))
 		for i, a := range cmd {

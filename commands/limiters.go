@@ -54,7 +54,7 @@ func parseLimitArgs(kind engine.Kind, args [][]byte) (engine.Params, error) {
 		}
 		rest = args[4:]
 	}
-	w, err := clock.ParsePeriod(string(rest[0]))
+	w, err := clock.ParsePeriod(rest[0])
 	if err != nil {
 		return p, errPeriod(rest[0])
 	}

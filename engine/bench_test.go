@@ -51,3 +51,26 @@ func BenchmarkThrottle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLimit is one RL.* decision on the store (one key per 1000,
+// clock advancing 1 ms per call so windows roll and logs drop entries).
+func BenchmarkLimit(b *testing.B) {
+	for _, kind := range []Kind{KindFixed, KindLog, KindSlide, KindBucket} {
+		b.Run(kind.TypeName(), func(b *testing.B) {
+			e := New(16)
+			st := e.Store()
+			keys := make([][]byte, 1000)
+			for i := range keys {
+				keys[i] = []byte("rl:" + strconv.Itoa(i))
+			}
+			p := Params{Limit: 100, Window: 60e9, Rate: 100, Cost: 1}
+			now := int64(1_700_000_000_000_000_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				st.Limit(kind, keys[i%len(keys)], p, now)
+				now += 1_000_000
+			}
+		})
+	}
+}

@@ -109,7 +109,7 @@ func engineDo(st Store, now *int64, args []string) (string, error) {
 			p.Rate = atoi(args[3])
 			rest = args[4:]
 		}
-		w, err := clock.ParsePeriod(rest[0])
+		w, err := clock.ParsePeriod([]byte(rest[0]))
 		if err != nil {
 			return "", err
 		}

@@ -360,12 +360,18 @@ func (st Store) PTTL(key []byte, now int64) int64 {
 	if e.deadline == never {
 		return -1
 	}
-	ms := ceilDiv(e.deadline-now, 1_000_000)
-	if e.kind == KindThrottle {
-		ms-- // deadline is the end of Redis's last live millisecond
+	switch e.kind {
+	case KindThrottle:
+		return ceilDiv(e.deadline-now, 1_000_000) - 1 // deadline is the end of Redis's last live millisecond
+	case KindBucket:
+		return bucketResetMs(state{e.a, e.b, e.c}, now) // exact even past the ns deadline's range
 	}
-	return ms
+	return ceilDiv(e.deadline-now, 1_000_000)
 }
+
+// deadlineAfter is now + wait, capped below never: a key that becomes fresh
+// only centuries from now still expires (in 2262, as far as ns reach).
+func deadlineAfter(now, wait int64) int64 { return min(satAdd(now, wait), maxDeadline) }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
@@ -479,46 +485,55 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		}
 		cur = state{e.a, e.b, e.c}
 	}
-	var next state
 	var r Result
+	written := false
 	switch kind {
-	case KindFixed:
-		next, r = fixedDecide(p, cur, now)
-	case KindSlide:
-		next, r = slideDecide(p, cur, now)
-	case KindBucket:
-		next, r = bucketDecide(p, cur, now)
 	case KindLog:
 		var entries []int64
 		if ok {
 			entries = s.logs[cur.b]
 		}
+		// Only an admission stores the log: a rejected call or a peek
+		// leaves it exactly as it was (even the entries it found expired
+		// under its own window, which a later, longer window may count).
 		entries, total, res := logDecide(p, entries, cur.a, now)
 		r = res
-		if ok && total == 0 {
-			s.removeLocked(i) // every unit has left the window: fresh
-			return r, nil
+		if !r.Limited && p.Cost > 0 {
+			if !ok {
+				cur.b = s.newLogLocked()
+				i = s.insertLocked(key, entry{kind: KindLog, b: cur.b})
+			}
+			s.logs[cur.b] = entries
+			e := &s.slab[i]
+			e.a, e.deadline = total, deadlineAfter(now, r.ResetAfter)
+			written = true
 		}
-		if total == 0 {
-			return r, nil
+	default:
+		var next state
+		switch kind {
+		case KindFixed:
+			next, r = fixedDecide(p, cur, now)
+		case KindSlide:
+			next, r = slideDecide(p, cur, now)
+		case KindBucket:
+			next, r = bucketDecide(p, cur, now)
 		}
-		if !ok {
-			cur.b = s.newLogLocked()
-			i = s.insertLocked(key, entry{kind: KindLog, b: cur.b})
+		if next != cur { // an admission; rejections and peeks change nothing
+			e := entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)}
+			if ok {
+				s.slab[i] = e
+			} else {
+				s.insertLocked(key, e)
+			}
+			written = true
 		}
-		s.logs[cur.b] = entries
-		e := &s.slab[i]
-		e.a, e.deadline = total, satAdd(now, r.ResetAfter)
-		return r, nil
 	}
-	if next == cur {
-		return r, nil // rejected, peeked, or nothing to change
-	}
-	e := entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: satAdd(now, r.ResetAfter)}
-	if ok {
-		s.slab[i] = e
-	} else {
-		s.insertLocked(key, e)
+	if ok && !written && s.slab[i].deadline < maxDeadline { // a capped deadline is only a lower bound
+
+		// The key expires (becomes fresh) at its deadline, set by the
+		// parameters of its last write; a call with other parameters that
+		// changes nothing cannot wait longer than that.
+		r.clampTo(s.slab[i].deadline - now)
 	}
 	return r, nil
 }

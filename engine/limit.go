@@ -1,5 +1,7 @@
 package engine
 
+import "math/big"
+
 // The RL.* algorithms of ../shared/spec/algorithms.md, as pure functions of
 // (params, state, now). Times are Unix ns; every decision is exact integer
 // arithmetic (128-bit where products of counts and windows need it).
@@ -21,13 +23,47 @@ type Result struct {
 	Limited    bool
 	Limit      int64
 	Remaining  int64
-	RetryAfter int64 // ns until this request would be admitted; -1 if admitted or never
-	ResetAfter int64 // ns until the key is fresh; 0 if it is
+	RetryAfter int64 // ns until this request would be admitted; -1 if admitted or never (saturated)
+	ResetAfter int64 // ns until the key is fresh; 0 if it is (saturated)
+	// exactMs, when set, holds the waits in ms computed without
+	// saturating the ns (RL.BUCKET's can pass 2^63 ns).
+	exactMs          bool
+	retryMs, resetMs int64
 }
 
 // Millis returns RetryAfter and ResetAfter as the reply carries them:
 // rounded up to whole milliseconds, -1 kept as -1.
-func (r Result) Millis() (retry, reset int64) { return ceilMs(r.RetryAfter), ceilMs(r.ResetAfter) }
+func (r Result) Millis() (retry, reset int64) {
+	if r.exactMs {
+		return r.retryMs, r.resetMs
+	}
+	return ceilMs(r.RetryAfter), ceilMs(r.ResetAfter)
+}
+
+// clampTo caps the waits at life, the ns until the key expires and is
+// fresh again, after which any request of cost <= limit is admitted.
+func (r *Result) clampTo(life int64) {
+	lifeMs := ceilMs(life)
+	if r.Limited && r.RetryAfter > life {
+		r.RetryAfter = life
+		if r.exactMs {
+			r.retryMs = lifeMs
+		}
+	}
+	if r.ResetAfter > life {
+		r.ResetAfter = life
+		if r.exactMs {
+			r.resetMs = lifeMs
+		}
+	}
+}
+
+// nsAndMs converts a wait in ns*rate units to ns (saturated) and whole ms
+// rounded up (saturated), exactly.
+func nsAndMs(waitS u128, rate uint64) (ns, ms int64) {
+	n := waitS.quoCeil(rate)
+	return n.satInt64(), n.quoCeil(1_000_000).satInt64()
+}
 
 func ceilMs(ns int64) int64 {
 	if ns < 0 {
@@ -163,26 +199,74 @@ func slideRetry(p Params, cur, prev int64, e uint64) int64 {
 // scaled by. With rate and period constant every step is exact; a call
 // with another rate rescales the time, rounding it up (toward fewer
 // tokens), once.
-func bucketTAT(p Params, s state, now int64) u128 {
+func bucketTAT(p Params, s state, now int64) (tat u128, overflow bool) {
 	nowS := mul64(uint64(now), uint64(p.Rate))
-	tat := u128{uint64(s.a), uint64(s.b)}
+	tat = u128{uint64(s.a), uint64(s.b)}
 	if s.c != 0 && s.c != p.Rate {
-		tat = tat.mulDivCeil(uint64(p.Rate), uint64(s.c))
+		if tat, overflow = tat.mulDivCeilOK(uint64(p.Rate), uint64(s.c)); overflow {
+			return tat, true
+		}
 	}
 	if tat.less(nowS) {
-		return nowS
+		return nowS, false
 	}
-	return tat
+	return tat, false
+}
+
+// bucketHuge decides a call whose rescaled state does not fit 128 bits
+// (a rate far above the previous one on a bucket owing centuries of
+// refill). Such a bucket owes more than any capacity can hold, so the call
+// is rejected and nothing is stored; only the waits need computing, here
+// with big integers (a rare path that may allocate).
+func bucketHuge(p Params, s state, now int64) Result {
+	rate, period := new(big.Int).SetInt64(p.Rate), new(big.Int).SetInt64(p.Window)
+	tat := new(big.Int).SetUint64(uint64(s.a))
+	tat.Lsh(tat, 64).Add(tat, new(big.Int).SetUint64(uint64(s.b)))
+	tat.Mul(tat, rate)
+	old := new(big.Int).SetInt64(s.c)
+	tat.Add(tat, old).Sub(tat, big.NewInt(1)).Quo(tat, old) // ceil: rescaled toward fewer tokens
+	debt := tat.Sub(tat, new(big.Int).Mul(big.NewInt(now), rate))
+	ms := func(waitS *big.Int) int64 {
+		d := new(big.Int).Mul(rate, big.NewInt(1_000_000))
+		q := new(big.Int).Add(waitS, d)
+		q.Sub(q, big.NewInt(1)).Quo(q, d)
+		if !q.IsInt64() {
+			return 1<<63 - 1
+		}
+		return q.Int64()
+	}
+	r := Result{Limited: true, Limit: p.Limit, RetryAfter: -1, exactMs: true, retryMs: -1}
+	if p.Cost <= p.Limit {
+		w := new(big.Int).Mul(big.NewInt(p.Cost-p.Limit), period)
+		w.Add(w, debt)
+		r.retryMs = ms(w)
+		r.RetryAfter = 1<<63 - 1
+	}
+	r.resetMs = ms(debt)
+	r.ResetAfter = 1<<63 - 1
+	return r
+}
+
+// bucketResetMs is a bucket's reset_after in ms from its state alone (the
+// full-again time is absolute), for PTTL: exact where the key's ns
+// deadline saturates.
+func bucketResetMs(s state, now int64) int64 {
+	tat := u128{uint64(s.a), uint64(s.b)}
+	_, ms := nsAndMs(tat.sub(mul64(uint64(now), uint64(s.c))), uint64(s.c))
+	return ms
 }
 
 func bucketDecide(p Params, s state, now int64) (state, Result) {
 	rate, period := uint64(p.Rate), uint64(p.Window)
 	nowS := mul64(uint64(now), rate)
-	tat := bucketTAT(p, s, now)
+	tat, overflow := bucketTAT(p, s, now)
+	if overflow {
+		return s, bucketHuge(p, s, now)
+	}
 	capS := mul64(uint64(p.Limit), period)
 	inc := mul64(uint64(p.Cost), period)
 	debt := tat.sub(nowS) // how far from full, in ns*rate: tokens missing = debt/period
-	r := Result{Limit: p.Limit, RetryAfter: -1}
+	r := Result{Limit: p.Limit, RetryAfter: -1, exactMs: true, retryMs: -1}
 	if after := debt.add(inc); !capS.less(after) {
 		if p.Cost > 0 {
 			tat = tat.add(inc)
@@ -192,10 +276,10 @@ func bucketDecide(p Params, s state, now int64) (state, Result) {
 	} else {
 		r.Limited = true
 		if p.Cost <= p.Limit {
-			r.RetryAfter = int64(min(after.sub(capS).divCeil(rate), 1<<63-1))
+			r.RetryAfter, r.retryMs = nsAndMs(after.sub(capS), rate)
 		}
 	}
 	r.Remaining = int64(min(capS.sub(debt).divFloor(period), 1<<63-1))
-	r.ResetAfter = int64(min(debt.divCeil(rate), 1<<63-1))
+	r.ResetAfter, r.resetMs = nsAndMs(debt, rate)
 	return s, r
 }

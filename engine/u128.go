@@ -62,21 +62,30 @@ func (a u128) divRem(d uint64) (q, r uint64) {
 
 // mulDivCeil returns ceil(a*m/d) (d > 0), saturating at the u128 maximum.
 func (a u128) mulDivCeil(m, d uint64) u128 {
+	q, _ := a.mulDivCeilOK(m, d)
+	return q
+}
+
+// mulDivCeilOK is mulDivCeil that also reports saturation.
+func (a u128) mulDivCeilOK(m, d uint64) (u128, bool) {
 	// 192-bit product p2:p1:p0.
 	h1, p0 := bits.Mul64(a.lo, m)
 	h2, l2 := bits.Mul64(a.hi, m)
 	p1, c := bits.Add64(h1, l2, 0)
 	p2 := h2 + c
 	if p2 >= d {
-		return u128{^uint64(0), ^uint64(0)}
+		return u128{^uint64(0), ^uint64(0)}, true
 	}
 	q1, r := bits.Div64(p2, p1, d)
 	q0, r := bits.Div64(r, p0, d)
 	out := u128{q1, q0}
 	if r != 0 {
+		if out == (u128{^uint64(0), ^uint64(0)}) {
+			return out, true
+		}
 		out = out.add(u128Of(1))
 	}
-	return out
+	return out, false
 }
 
 // satInt64 clamps a u128 to int64.
@@ -85,4 +94,15 @@ func (a u128) satInt64() int64 {
 		return 1<<63 - 1
 	}
 	return int64(a.lo)
+}
+
+// quoCeil returns ceil(a/d) for d > 0 as a u128 (no saturation needed).
+func (a u128) quoCeil(d uint64) u128 {
+	qhi, r := a.hi/d, a.hi%d
+	qlo, r := bits.Div64(r, a.lo, d)
+	q := u128{qhi, qlo}
+	if r != 0 {
+		q = q.add(u128Of(1))
+	}
+	return q
 }
