@@ -76,3 +76,25 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, stri
 		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for state
 	}
 }
+
+// TestExpiryAllKinds: keys of every algorithm are dropped by the active
+// sweep once fresh, without being touched again.
+func TestExpiryAllKinds(t *testing.T) {
+	s := rltest.Start(t)
+	c := rltest.Dial(t, s.Addr.String())
+	for i := 0; i < 1000; i++ {
+		k := strconv.Itoa(i)
+		for _, cmd := range [][]string{
+			{"RL.FIXED", "f" + k, "10", "1s"}, {"RL.LOG", "l" + k, "10", "1s"}, {"RL.SLIDE", "s" + k, "10", "1s"},
+			{"RL.BUCKET", "b" + k, "10", "10", "1s"}, {"CL.THROTTLE", "c" + k, "9", "10", "1"},
+		} {
+			require.Contains(t, c.Do(cmd...), "[0 ")
+		}
+	}
+	require.Equal(t, "5000", c.Do("DBSIZE"))
+	require.Equal(t, "+OK", c.Do("DEBUG", "CLOCK", "ADVANCE", "2001ms")) // RL.SLIDE keeps its window and the next
+	waitFor(t, 15*time.Second, "DBSIZE to reach 0", func() (bool, string) {
+		n := c.Do("DBSIZE")
+		return n == "0", "DBSIZE " + n
+	})
+}

@@ -89,7 +89,7 @@ var SweepRates = []int{1000, 500, 200, 100, 50, 20}
 // flood at each of SweepRates for 3 s: 600 streams that probe every
 // alignment of a burst against window boundaries and refill ticks.
 func SweepStreams(offsets []int) Family {
-	f := Family{Name: "sweep (600 shaped streams)"}
+	f := Family{Name: fmt.Sprintf("sweep (%d shaped streams)", len(offsets)*len(SweepRates))}
 	for _, rate := range SweepRates {
 		for _, off := range offsets {
 			var ts []int64

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,4 +61,19 @@ func TestPeak(t *testing.T) {
 	require.Equal(t, 0, Peak(nil))
 	require.Equal(t, 2, Peak([]int64{0, 999 * ms, 1000 * ms}))
 	require.Equal(t, 3, Peak([]int64{0, 1, 2, 1000 * ms}))
+}
+
+// TestAgainstRunningServer drives a separately started server (the --addr
+// mode) through a reduced run.
+func TestAgainstRunningServer(t *testing.T) {
+	s := rltest.Start(t)
+	rep, err := Run(Config{Addr: s.Addr.String(), Offsets: []int{0, 470, 990}, RandomSeed: 7, RandomCount: 2})
+	require.NoError(t, err)
+	for alg, want := range specTable {
+		for i, st := range []string{"A", "B", "C", "D"} {
+			got := rep.Spec[alg][st]
+			require.Equal(t, want[i], [2]int{got.Admitted, got.Peak}, "%s stream %s", alg, st)
+		}
+	}
+	require.Contains(t, rep.Markdown(), "| RL.LOG | sweep (18 shaped streams) | 18 |")
 }
