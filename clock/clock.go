@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -20,35 +19,241 @@ type Clock interface {
 // the current one: the server clock never goes back.
 var ErrBackwards = errors.New("clock: time would move backwards")
 
-// Real is the production clock: the wall clock read once at construction,
-// advanced by the monotonic clock. A wall-clock step after start does not
-// move it.
+// DefaultSlewPPM is the default bound, in parts per million, on how much
+// faster or slower than the monotonic clock a Real clock runs while it
+// converges to the wall clock: 10000 ppm = 1%, so an offset of one hour is
+// absorbed in 100 hours (clock.md, property 4).
+const DefaultSlewPPM = 10_000
+
+// maxSlewPPM caps SlewPPM: at 1e6 ppm (100%) the clock may stand still while
+// the wall clock catches up, but never runs backwards.
+const maxSlewPPM = 1_000_000
+
+// RealOptions configure a Real clock. Zero fields take defaults. Wall and
+// Mono exist so that tests can drive the clock deterministically; production
+// code leaves both nil.
+type RealOptions struct {
+	// Wall returns the wall clock, in Unix ns. It may step backwards or
+	// forwards at any time; the clock slews toward it without jumping. A
+	// custom Wall is called on every reading. Default: time.Now().UnixNano(),
+	// read by Now at most once per millisecond of monotonic time (see Real).
+	Wall func() int64
+	// Mono returns a monotonic reading in ns from any fixed origin. The
+	// clock advances with it (at 1 ± SlewPPM/1e6 times its rate). A reading
+	// smaller than the previous one counts as no time elapsed. Default: ns
+	// elapsed since a time.Now() taken at construction (Go's monotonic
+	// clock).
+	Mono func() int64
+	// HighWater is the clock's stored high-water mark, in Unix ns (from the
+	// last snapshot): the clock starts at max(Wall(), HighWater), so it never
+	// goes back across a restart (clock.md, property 2).
+	HighWater int64
+	// SlewPPM bounds, in parts per million, how much faster or slower than
+	// Mono the clock runs while it differs from the wall clock. Default
+	// (zero or negative): DefaultSlewPPM. Values above 1e6 are treated as
+	// 1e6.
+	SlewPPM int64
+}
+
+// wallEvery is how often, in monotonic ns, a default Real clock (Wall nil)
+// reads the wall clock on the Now path. Reading it costs about as much as
+// the rest of Now together, and a wall clock that steps is noticed within
+// 1 ms anyway; in between, the wall clock is taken to have advanced with the
+// monotonic clock. Offset always reads it.
+const wallEvery = int64(time.Millisecond)
+
+// Real is the production clock (clock.md, properties 1, 2 and 4). It is
+// driven by a monotonic source, so a wall-clock step never makes it jump;
+// it starts at max(wall clock, high-water mark); and wherever it differs from
+// the wall clock it slews toward it, running at most SlewPPM parts per
+// million faster or slower than the monotonic source and never backwards.
+// Once it has met the wall clock it follows it, as long as the wall clock
+// moves within that rate bound.
+//
+// Each reading (Now or Offset) computes, with dm the monotonic ns since the
+// previous reading and w the wall clock:
+//
+//	free = last + dm
+//	now  = free + clamp(w - free, -bound, +bound), bound ≈ dm*SlewPPM/1e6
+//
+// The fractional part of the bound is carried from reading to reading while
+// the clock is slewing, so the slew is exact however often the clock is
+// read: over a monotonic span M spent converging the clock moves exactly
+// M ± floor(M*SlewPPM/1e6). All arithmetic is integer and saturating.
+//
+// With the default wall clock, Now reads it at most once per millisecond of
+// monotonic time and otherwise extrapolates it with the monotonic clock, for
+// speed; a custom Wall is read on every reading.
+//
+// Readings are serialized by a mutex; Real is safe for concurrent use and
+// does not allocate. The zero value is not usable; use NewRealWith or
+// NewReal.
 type Real struct {
-	start time.Time // carries a monotonic reading
-	base  int64     // Unix ns at start
-	last  atomic.Int64
+	mu   sync.Mutex
+	mono func() int64              // monotonic ns
+	both func() (wall, mono int64) // wall clock and monotonic ns, read together
+	ppm  int64                     // SlewPPM, in [1, 1e6]
+
+	// Wall-clock cache: with wallEvery > 0, Now reads the wall clock only
+	// once mono reaches wallNext, and otherwise estimates it as mono +
+	// wallMono.
+	wallEvery int64
+	wallNext  int64
+	wallMono  int64 // wall - mono at the last wall-clock read
+
+	last     int64 // the previous reading, Unix ns
+	lastMono int64 // mono at the previous reading
+	frac     int64 // unused slew budget carried over, in 1e-6 ns; in [0, 1e6)
 }
 
-// NewReal returns a real clock starting at startNs (Unix ns). Pass
-// time.Now().UnixNano() for the wall clock.
-func NewReal(startNs int64) *Real {
-	return &Real{start: time.Now(), base: startNs}
-}
-
-// Now returns base + monotonic elapsed time, never less than a previous
-// reading (the monotonic source is already non-decreasing; the max guards
-// against any platform where it is not).
-func (c *Real) Now() int64 {
-	n := c.base + int64(time.Since(c.start))
-	for {
-		last := c.last.Load()
-		if n <= last {
-			return last
+// NewRealWith returns a Real clock configured by o (zero fields take
+// defaults). It reads Wall and Mono once, now, and starts at
+// max(Wall(), o.HighWater).
+func NewRealWith(o RealOptions) *Real {
+	origin := time.Now()
+	mono := o.Mono
+	if mono == nil {
+		mono = func() int64 { return int64(time.Since(origin)) }
+	}
+	var both func() (int64, int64)
+	every := int64(0)
+	switch {
+	case o.Wall == nil && o.Mono == nil:
+		// One time.Now() gives both readings, taken at the same instant.
+		both = func() (int64, int64) {
+			t := time.Now()
+			return t.UnixNano(), int64(t.Sub(origin))
 		}
-		if c.last.CompareAndSwap(last, n) {
-			return n
+		every = wallEvery
+	case o.Wall == nil:
+		both = func() (int64, int64) { return time.Now().UnixNano(), mono() }
+		every = wallEvery
+	default:
+		wall := o.Wall
+		both = func() (int64, int64) { return wall(), mono() }
+	}
+	return newReal(mono, both, every, o.HighWater, o.SlewPPM)
+}
+
+// NewReal returns a Real clock whose wall clock reads startNs (Unix ns) now
+// and then advances with the monotonic clock; it backs --clock-start, and
+// NewReal(time.Now().UnixNano()) behaves like the wall clock as it was at
+// start. It is NewRealWith with Wall = startNs + monotonic ns elapsed and no
+// high-water mark. Since that wall clock never steps, the clock simply
+// reads startNs plus monotonic time elapsed, and Offset is 0.
+func NewReal(startNs int64) *Real {
+	origin := time.Now()
+	mono := func() int64 { return int64(time.Since(origin)) }
+	return newReal(mono, func() (int64, int64) {
+		m := mono()
+		return satAdd(startNs, m), m
+	}, 0, 0, 0)
+}
+
+func newReal(mono func() int64, both func() (int64, int64), every, highWater, ppm int64) *Real {
+	switch {
+	case ppm <= 0:
+		ppm = DefaultSlewPPM
+	case ppm > maxSlewPPM:
+		ppm = maxSlewPPM
+	}
+	c := &Real{mono: mono, both: both, ppm: ppm, wallEvery: every}
+	w, m := c.sample(true)
+	c.last, c.lastMono = max(w, highWater), m
+	return c
+}
+
+// Now returns the clock's reading in Unix ns. Successive calls, from any
+// goroutines, never return a smaller value.
+func (c *Real) Now() int64 {
+	c.mu.Lock()
+	now, _ := c.read(false)
+	c.mu.Unlock()
+	return now
+}
+
+// Offset returns the clock's current difference from the wall clock,
+// clock - wall, in ns: positive while the clock is ahead (after starting at a
+// high-water mark ahead of the wall clock, or after the wall clock stepped
+// back), 0 once it has converged. It reads the wall clock now, and takes a
+// reading, so it also advances the clock like Now. INFO server shows it as
+// clock_offset_ms.
+func (c *Real) Offset() int64 {
+	c.mu.Lock()
+	now, w := c.read(true)
+	c.mu.Unlock()
+	return satSub(now, w)
+}
+
+// sample returns the wall clock and the monotonic clock, reading the wall
+// clock only if fresh or the cache has expired (see wallEvery). c.mu must be
+// held, or c not yet shared.
+func (c *Real) sample(fresh bool) (wall, mono int64) {
+	if !fresh && c.wallEvery > 0 {
+		if m := c.mono(); m < c.wallNext {
+			return satAdd(m, c.wallMono), m
 		}
 	}
+	w, m := c.both()
+	if c.wallEvery > 0 {
+		c.wallMono, c.wallNext = satSub(w, m), satAdd(m, c.wallEvery)
+	}
+	return w, m
+}
+
+// read takes a reading and returns it with the wall clock it was steered
+// by. c.mu must be held.
+func (c *Real) read(fresh bool) (now, wall int64) {
+	w, m := c.sample(fresh)
+	dm := satSub(m, c.lastMono)
+	if dm <= 0 {
+		// No monotonic time elapsed (or the source went back, which Go's
+		// does not): the clock stands still.
+		return c.last, w
+	}
+	c.lastMono = m
+	// bound = floor((dm*ppm + frac) / 1e6) without overflowing dm*ppm.
+	r := (dm%1e6)*c.ppm + c.frac // < 1e12 + 1e6
+	bound := satAdd((dm/1e6)*c.ppm, r/1e6)
+	free := satAdd(c.last, dm)
+	diff := satSub(w, free)
+	switch {
+	case diff > bound:
+		now, c.frac = free+bound, r%1e6
+	case diff < -bound:
+		now, c.frac = free-bound, r%1e6
+	default: // met the wall clock: follow it, drop the unused budget
+		now, c.frac = w, 0
+	}
+	if now < c.last { // only after saturation: ppm <= 1e6 means bound <= dm
+		now = c.last
+	}
+	c.last = now
+	return now, w
+}
+
+// satAdd returns a+b, saturated to the int64 range.
+func satAdd(a, b int64) int64 {
+	s := a + b
+	if (s > a) != (b > 0) {
+		if b > 0 {
+			return maxInt64
+		}
+		return minInt64
+	}
+	return s
+}
+
+// satSub returns a-b, saturated to the int64 range.
+func satSub(a, b int64) int64 {
+	s := a - b
+	if (s < a) != (b > 0) {
+		if b > 0 {
+			return minInt64
+		}
+		return maxInt64
+	}
+	return s
 }
 
 // Manual is a clock that moves only when told. The zero value is not
@@ -95,7 +300,10 @@ func (c *Manual) Advance(d int64) (int64, error) {
 	return c.ns, nil
 }
 
-const maxInt64 = 1<<63 - 1
+const (
+	maxInt64 = 1<<63 - 1
+	minInt64 = -1 << 63
+)
 
 var errOverflow = errors.New("clock: time out of range")
 

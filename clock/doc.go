@@ -2,10 +2,12 @@
 // limiter decision, expiry and TIME reply.
 //
 // Readings are Unix time in nanoseconds (int64). Two clocks exist: Real,
-// which is the wall clock at start plus the process's monotonic elapsed time
-// (so it never walks back within a process, whatever NTP or an operator does
-// to the wall clock), and Manual, which moves only when told (DEBUG CLOCK),
-// for tests and the worst-case tool.
+// which starts at max(wall clock, stored high-water mark), advances with the
+// process's monotonic clock (so it never walks back within a process,
+// whatever NTP or an operator does to the wall clock) and slews toward the
+// wall clock at a bounded rate (1% by default) wherever the two differ; and
+// Manual, which moves only when told (DEBUG CLOCK), for tests and the
+// worst-case tool.
 //
 // This package must import only the standard library.
 package clock

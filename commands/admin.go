@@ -57,15 +57,18 @@ func cmdDebugClock(x *Ctx) {
 	}
 }
 
+// cmdShutdown is SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: a final
+// snapshot unless NOSAVE (SAVE needs persistence), then the process
+// stops. As in Redis, a successful SHUTDOWN sends no reply.
 func cmdShutdown(x *Ctx) {
+	save, nosave := false, false
 	for _, a := range x.Args[1:] {
 		switch strings.ToUpper(string(a)) {
-		case "NOSAVE", "NOW", "FORCE":
+		case "NOW", "FORCE":
+		case "NOSAVE":
+			nosave = true
 		case "SAVE":
-			if x.S.Config().SaveInterval == 0 {
-				x.Error(ErrPersistOff)
-				return
-			}
+			save = true
 		case "ABORT":
 			x.Error(Error("ERR No shutdown in progress."))
 			return
@@ -74,9 +77,53 @@ func cmdShutdown(x *Ctx) {
 			return
 		}
 	}
-	x.S.Log.Info("shutdown requested by client", "id", x.C.ID, "addr", x.C.Addr)
+	if save && nosave {
+		x.Error(ErrSyntax)
+		return
+	}
+	if save && x.S.Persist == nil {
+		x.Error(ErrPersistOff)
+		return
+	}
+	x.S.Log.Info("shutdown requested by client", "id", x.C.ID, "addr", x.C.Addr, "save", !nosave)
 	x.C.closeAfterReply = true
-	x.S.RequestShutdown()
+	x.S.RequestShutdown(!nosave)
+}
+
+func cmdSave(x *Ctx) {
+	if x.S.Persist == nil {
+		x.Error(ErrPersistOff)
+		return
+	}
+	if err := x.S.Persist.Save(); err != nil {
+		x.Error(Error("ERR " + err.Error()))
+		return
+	}
+	x.OK()
+}
+
+func cmdBgsave(x *Ctx) {
+	if x.S.Persist == nil {
+		x.Error(ErrPersistOff)
+		return
+	}
+	if len(x.Args) > 2 || (len(x.Args) == 2 && !strings.EqualFold(string(x.Args[1]), "SCHEDULE")) {
+		x.Error(ErrSyntax)
+		return
+	}
+	if err := x.S.Persist.BackgroundSave(); err != nil {
+		x.Error(Error("ERR Background save already in progress"))
+		return
+	}
+	x.W.Simple("Background saving started")
+}
+
+func cmdLastsave(x *Ctx) {
+	if x.S.Persist == nil {
+		x.W.Int(x.S.started.Unix())
+		return
+	}
+	x.W.Int(x.S.Persist.Info().LastSaveUnix)
 }
 
 func cmdCommand(x *Ctx) {
@@ -371,15 +418,30 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64) {
 		line("go_gc_cycles", m.NumGC)
 	case "persistence":
 		b.WriteString("# Persistence\r\n")
+		pi := PersistenceInfo{LastOK: true, LastSaveUnix: s.started.Unix(), LastDuration: -time.Second}
+		if s.Persist != nil {
+			pi = s.Persist.Info()
+		}
+		status := "ok"
+		if !pi.LastOK {
+			status = "err"
+		}
 		line("loading", 0)
 		line("async_loading", 0)
-		line("rdb_changes_since_last_save", 0)
-		line("rdb_bgsave_in_progress", 0)
-		line("rdb_last_save_time", 0)
-		line("rdb_last_bgsave_status", "ok")
-		line("rdb_last_bgsave_time_sec", -1)
+		line("rdb_changes_since_last_save", pi.ChangesSinceSave)
+		line("rdb_bgsave_in_progress", b2i(pi.InProgress))
+		line("rdb_last_save_time", pi.LastSaveUnix)
+		line("rdb_last_bgsave_status", status)
+		line("rdb_last_bgsave_time_sec", int64(pi.LastDuration.Seconds()))
+		line("rdb_saves", pi.Saves)
+		line("rdb_save_errors", pi.Errors)
 		line("aof_enabled", 0)
+		line("persistence_enabled", b2i(s.Persist != nil))
 		line("save_interval", cfg.SaveInterval.String())
+		line("dir", cfg.Dir)
+		line("keys_loaded", s.Loaded.Keys)
+		line("expired_on_load", s.Loaded.Expired)
+		line("load_time_ms", s.Loaded.Duration.Milliseconds())
 	case "stats":
 		st := &s.stats
 		b.WriteString("# Stats\r\n")
@@ -466,4 +528,11 @@ func totalMemory() uint64 {
 		return 0
 	}
 	return uint64(si.Totalram) * uint64(si.Unit)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -80,6 +80,38 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
+	shutdownSave atomic.Bool
+
+	// Persist is the snapshotter, nil when the server runs in memory only.
+	// Set it before serving.
+	Persist Persistence
+	// Loaded describes the start-up load, for INFO persistence.
+	Loaded LoadInfo
+}
+
+// Persistence is what the commands need of snapshots (SAVE, BGSAVE,
+// LASTSAVE, SHUTDOWN, INFO persistence); the server package adapts the
+// persist package to it.
+type Persistence interface {
+	Save() error
+	BackgroundSave() error // ErrInProgress-like error if one runs
+	Info() PersistenceInfo
+}
+
+// PersistenceInfo is the snapshot state INFO persistence reports.
+type PersistenceInfo struct {
+	ChangesSinceSave int64
+	LastSaveUnix     int64
+	LastOK           bool
+	LastDuration     time.Duration
+	InProgress       bool
+	Errors, Saves    int64
+}
+
+// LoadInfo describes what was loaded at start.
+type LoadInfo struct {
+	Keys, Expired int
+	Duration      time.Duration
 }
 
 type serverStats struct {
@@ -129,8 +161,18 @@ func (s *Server) IdleTimeout() time.Duration {
 // ShutdownRequested is closed when a client runs SHUTDOWN.
 func (s *Server) ShutdownRequested() <-chan struct{} { return s.shutdown }
 
-// RequestShutdown asks the process to stop (as SHUTDOWN does).
-func (s *Server) RequestShutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
+// RequestShutdown asks the process to stop (as SHUTDOWN does), with a
+// final snapshot when save is set. The first request decides.
+func (s *Server) RequestShutdown(save bool) {
+	s.shutdownOnce.Do(func() {
+		s.shutdownSave.Store(save)
+		close(s.shutdown)
+	})
+}
+
+// ShutdownSave reports whether the requested shutdown wants a final
+// snapshot (SHUTDOWN NOSAVE does not).
+func (s *Server) ShutdownSave() bool { return s.shutdownSave.Load() }
 
 // CountTraffic adds bytes read and written by connections to INFO stats.
 func (s *Server) CountTraffic(in, out int) {
@@ -251,7 +293,13 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 		w.Error(rejected)
 		return
 	}
-	if c.multi && !cmd.hasFlag(FlagNoMulti) {
+	if c.multi && cmd.hasFlag(FlagNoMulti) {
+		c.multiErr = true
+		s.stats.errorReplies.Add(1)
+		w.Error("ERR Command not allowed inside a transaction")
+		return
+	}
+	if c.multi && !cmd.hasFlag(FlagTxnControl) {
 		q := make([][]byte, len(args))
 		for i, a := range args {
 			q[i] = append([]byte(nil), a...)

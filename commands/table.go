@@ -21,8 +21,9 @@ const (
 	FlagLoading  // allowed while loading
 	FlagStale    // allowed on a stale replica
 	FlagModule   // CL.THROTTLE is a module command in redis-cell
-	FlagNoMulti  // not queued by MULTI; runs at once (EXEC, DISCARD, MULTI, QUIT, RESET)
+	FlagNoMulti  // refused inside MULTI (SAVE, SHUTDOWN: they cannot run under EXEC's locks)
 	FlagDenyOOM
+	FlagTxnControl // not queued by MULTI; runs at once (EXEC, DISCARD, MULTI, QUIT, RESET). Not reported.
 )
 
 var flagNames = []struct {
@@ -31,7 +32,7 @@ var flagNames = []struct {
 }{
 	{FlagWrite, "write"}, {FlagReadOnly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
 	{FlagAdmin, "admin"}, {FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
-	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"},
+	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
 }
 
 // Command is one entry of the command table: everything the dispatcher

@@ -54,6 +54,7 @@ type entry struct {
 	deadline int64
 	a, b, c  int64
 	kind     Kind
+	dirty    bool // changed since the last Changes call (only while tracking)
 }
 
 func (e *entry) alive(now int64) bool { return now < e.deadline }
@@ -69,6 +70,13 @@ type shard struct {
 	// logs holds RL.LOG entries by slot (entry.b); logFree lists free slots.
 	logs    [][]int64
 	logFree []int64
+	// Change tracking for snapshots (only when track is set): slots
+	// changed and keys deleted since the last Changes call, and whether
+	// the shard was flushed meanwhile.
+	track   bool
+	dirty   []uint32
+	deleted []string
+	flushed bool
 	peak    int // most keys held since the last compaction
 	_       [64]byte
 }
@@ -109,9 +117,31 @@ func (s *shard) insertLocked(key []byte, e entry) uint32 {
 	return i
 }
 
+// putLocked stores e at slot i (exists) or at a new slot for key, and
+// returns the slot. It frees a log the new state no longer uses and marks
+// the slot changed.
+func (s *shard) putLocked(i uint32, exists bool, key []byte, e entry) uint32 {
+	if exists {
+		if old := s.slab[i]; old.kind == KindLog && (e.kind != KindLog || e.b != old.b) {
+			s.freeLogLocked(old.b)
+		}
+		s.slab[i] = e
+	} else {
+		i = s.insertLocked(key, e)
+	}
+	if s.track && !s.slab[i].dirty {
+		s.slab[i].dirty = true
+		s.dirty = append(s.dirty, i)
+	}
+	return i
+}
+
 func (s *shard) removeLocked(i uint32) {
 	if s.slab[i].kind == KindLog {
 		s.freeLogLocked(s.slab[i].b)
+	}
+	if s.track {
+		s.deleted = append(s.deleted, s.keys[i])
 	}
 	delete(s.index, s.keys[i])
 	s.keys[i] = ""
@@ -142,6 +172,14 @@ func (s *shard) compactLocked() {
 	}
 	s.index, s.slab, s.keys, s.free, s.peak = index, slab, keys, nil, n
 	s.logs, s.logFree = logs, nil
+	if s.track {
+		s.dirty = s.dirty[:0]
+		for i := range s.slab {
+			if s.slab[i].dirty {
+				s.dirty = append(s.dirty, uint32(i))
+			}
+		}
+	}
 }
 
 func (s *shard) newLogLocked() int64 {
@@ -246,12 +284,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	}
 	d, err := g.Decide(tat, ok, now, q)
 	if d.Write {
-		e := entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)}
-		if ok {
-			s.slab[i] = e
-		} else {
-			s.insertLocked(key, e)
-		}
+		s.putLocked(i, ok, key, entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)})
 	}
 	return d.Result, err
 }
@@ -309,14 +342,10 @@ func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool
 		deadline = never
 	}
 	e := entry{kind: KindThrottle, a: int64(tat), deadline: deadline}
-	if ok {
-		if keepTTL {
-			e.deadline = s.slab[i].deadline
-		}
-		s.slab[i] = e
-	} else {
-		s.insertLocked(key, e)
+	if ok && keepTTL {
+		e.deadline = s.slab[i].deadline
 	}
+	s.putLocked(i, ok, key, e)
 	return true
 }
 
@@ -411,6 +440,9 @@ func (st Store) Flush() {
 		st.lock(s)
 		s.index, s.slab, s.keys, s.free, s.peak = make(map[string]uint32), nil, nil, nil, 0
 		s.logs, s.logFree = nil, nil
+		if s.track {
+			s.dirty, s.deleted, s.flushed = s.dirty[:0], nil, true
+		}
 		st.unlock(s)
 	}
 }
@@ -501,11 +533,9 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		if !r.Limited && p.Cost > 0 {
 			if !ok {
 				cur.b = s.newLogLocked()
-				i = s.insertLocked(key, entry{kind: KindLog, b: cur.b})
 			}
 			s.logs[cur.b] = entries
-			e := &s.slab[i]
-			e.a, e.deadline = total, deadlineAfter(now, r.ResetAfter)
+			s.putLocked(i, ok, key, entry{kind: KindLog, a: total, b: cur.b, deadline: deadlineAfter(now, r.ResetAfter)})
 			written = true
 		}
 	default:
@@ -519,12 +549,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 			next, r = bucketDecide(p, cur, now)
 		}
 		if next != cur { // an admission; rejections and peeks change nothing
-			e := entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)}
-			if ok {
-				s.slab[i] = e
-			} else {
-				s.insertLocked(key, e)
-			}
+			s.putLocked(i, ok, key, entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)})
 			written = true
 		}
 	}

@@ -11,11 +11,14 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -28,6 +31,9 @@ type Options struct {
 	LogLevel   *slog.LevelVar
 	// ExpiryInterval is the active expiry sweep period (default 100ms).
 	ExpiryInterval time.Duration
+	// FS, if set, is the file system of the store (tests: in-memory or
+	// error-injecting).
+	FS vfs.FS
 }
 
 // Server is a running rlserver.
@@ -37,9 +43,16 @@ type Server struct {
 	Clock  clock.Clock
 	Addr   net.Addr
 
+	// Loaded is what the start-up load found.
+	Loaded commands.LoadInfo
+
 	resp   *resp.Server
 	cancel context.CancelFunc
 	done   chan error
+	wg     sync.WaitGroup
+	store  *persist.Store
+	snap   *persist.Snapshotter
+	log    *slog.Logger
 }
 
 // Start validates opts, listens, and serves in the background. The
@@ -53,20 +66,31 @@ func Start(opts Options) (*Server, error) {
 	if cfg.Shards&(cfg.Shards-1) != 0 {
 		return nil, fmt.Errorf("shards must be a power of two, got %d", cfg.Shards)
 	}
-	start := opts.ClockStart
-	if start == 0 {
-		start = time.Now().UnixNano()
-	}
-	var clk clock.Clock
-	switch cfg.ClockMode {
-	case "real", "":
+	if cfg.ClockMode == "" {
 		cfg.ClockMode = "real"
-		clk = clock.NewReal(start)
-	case "manual":
-		clk = clock.NewManual(start)
-	default:
+	}
+	if cfg.ClockMode != "real" && cfg.ClockMode != "manual" {
 		return nil, fmt.Errorf("clock must be real or manual, got %q", cfg.ClockMode)
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// Persistence first: the stored clock mark decides where the clock
+	// starts, and the load drops what has expired by then.
+	var store *persist.Store
+	var highWater int64
+	if cfg.SaveInterval > 0 {
+		var err error
+		if store, err = persist.Open(persist.Options{Dir: cfg.Dir, FS: opts.FS, Logger: log}); err != nil {
+			return nil, err
+		}
+		if highWater, err = store.HighWater(); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
+	clk := newClock(cfg.ClockMode, opts.ClockStart, highWater)
 	var tlsCfg *tls.Config
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -75,35 +99,103 @@ func Start(opts Options) (*Server, error) {
 		}
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	e := engine.New(cfg.Shards)
+	var loaded commands.LoadInfo
+	if store != nil {
+		start := time.Now()
+		held, expired, err := persist.LoadEngine(store, e, clk.Now(), log)
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		loaded = commands.LoadInfo{Keys: held, Expired: expired, Duration: time.Since(start)}
+		log.Debug("loaded", "dir", cfg.Dir, "keys", held, "expired_dropped", expired, "duration", loaded.Duration, "clock_mark", highWater)
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
+		if store != nil {
+			store.Close()
+		}
 		return nil, err
 	}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
 		cfg.Port = tcp.Port
 	}
-	e := engine.New(cfg.Shards)
-	cmds := commands.NewServer(cfg, e, clk, opts.Logger, opts.LogLevel)
+	cmds := commands.NewServer(cfg, e, clk, log, opts.LogLevel)
+	cmds.Loaded = loaded
+	var snap *persist.Snapshotter
+	if store != nil {
+		snap = persist.NewSnapshotter(e, store, clk, log)
+		cmds.Persist = persistence{snap}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{Cmds: cmds, Engine: e, Clock: clk, Addr: ln.Addr(), resp: resp.NewServer(cmds, tlsCfg), cancel: cancel, done: make(chan error, 1)}
+	s := &Server{Cmds: cmds, Engine: e, Clock: clk, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(cmds, tlsCfg),
+		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
 	interval := opts.ExpiryInterval
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
 	}
-	go cmds.RunExpiry(ctx, interval)
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); cmds.RunExpiry(ctx, interval) }()
+	if snap != nil {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); snap.Run(ctx, cfg.SaveInterval) }()
+	}
 	go func() { s.done <- s.resp.Serve(ln) }()
 	return s, nil
 }
 
-// Close stops the server: no new connections, existing ones closed, the
-// background loops stopped. It waits at most until ctx ends.
-func (s *Server) Close(ctx context.Context) error {
+// newClock builds the server clock: it starts at start (Unix ns; 0 = the
+// wall clock now) but never below the stored high-water mark.
+func newClock(mode string, start, highWater int64) clock.Clock {
+	if start == 0 {
+		start = time.Now().UnixNano()
+	}
+	if mode == "manual" {
+		return clock.NewManual(max(start, highWater))
+	}
+	return clock.NewReal(max(start, highWater))
+}
+
+// Close stops the server without a final snapshot (Shutdown saves).
+func (s *Server) Close(ctx context.Context) error { return s.Shutdown(ctx, false) }
+
+// Shutdown stops the server: no new connections, existing ones closed,
+// the background loops stopped, then, if save is set and persistence is
+// on, a final snapshot, and the store closed. It waits at most until ctx
+// ends for connections to finish.
+func (s *Server) Shutdown(ctx context.Context, save bool) error {
 	s.cancel()
 	err := s.resp.Close(ctx)
 	if serr := <-s.done; err == nil {
 		err = serr
 	}
+	s.wg.Wait()
+	if s.store != nil {
+		if save {
+			start := time.Now()
+			if serr := s.snap.Save(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("final snapshot: %w", serr))
+			} else {
+				s.log.Info("final snapshot written", "duration", time.Since(start).Round(time.Millisecond))
+			}
+		}
+		if cerr := s.store.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
 	return err
+}
+
+// persistence adapts the snapshotter to what the commands need.
+type persistence struct{ s *persist.Snapshotter }
+
+func (p persistence) Save() error           { return p.s.Save() }
+func (p persistence) BackgroundSave() error { return p.s.BackgroundSave() }
+func (p persistence) Info() commands.PersistenceInfo {
+	i := p.s.Info()
+	return commands.PersistenceInfo{ChangesSinceSave: i.ChangesSinceSave, LastSaveUnix: i.LastSaveUnix, LastOK: i.LastOK,
+		LastDuration: i.LastDuration, InProgress: i.InProgress, Errors: i.Errors, Saves: i.Saves}
 }
 
 // ShutdownRequested is closed when a client runs SHUTDOWN.

@@ -50,8 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs.StringVar(&cfg.Bind, "bind", "127.0.0.1", "address to listen on")
 	fs.IntVar(&cfg.Port, "port", 6379, "TCP port (0 picks a free one)")
-	fs.StringVar(&cfg.Dir, "dir", "./data", "data directory for Pebble snapshots (not used until persistence lands)")
-	fs.DurationVar(&cfg.SaveInterval, "save-interval", 0, "snapshot interval; 0 = memory only (the only value accepted until persistence lands)")
+	fs.StringVar(&cfg.Dir, "dir", "./data", "data directory: Pebble snapshots of every limit and the clock mark")
+	fs.DurationVar(&cfg.SaveInterval, "save-interval", time.Second, "snapshot interval: changes since the last snapshot are written and synced; 0 = memory only")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
 	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password for the primary (replication: not available yet; setting it is an error)")
 	fs.StringVar(&cfg.ReplicaOf, "replicaof", "", `"host port" of a primary (replication: not available yet; setting it is an error)`)
@@ -97,17 +97,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	persistence := "off"
+	if cfg.SaveInterval > 0 {
+		persistence = "every " + cfg.SaveInterval.String()
+	}
 	log.Info("rlserver started", "version", commands.Version, "addr", srv.Addr.String(), "shards", srv.Engine.Shards(),
-		"clock", cfg.ClockMode, "dir", cfg.Dir, "persistence", "off", "keys_loaded", 0)
+		"clock", cfg.ClockMode, "dir", cfg.Dir, "persistence", persistence, "keys_loaded", srv.Loaded.Keys,
+		"expired_dropped", srv.Loaded.Expired, "load_time", srv.Loaded.Duration.Round(time.Millisecond))
+	save := true
 	select {
 	case <-ctx.Done():
 		log.Info("signal received, shutting down")
 	case <-srv.ShutdownRequested():
-		log.Info("SHUTDOWN received, shutting down")
+		save = srv.Cmds.ShutdownSave()
+		log.Info("SHUTDOWN received, shutting down", "save", save)
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Close(cctx); err != nil {
+	if err := srv.Shutdown(cctx, save); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("rlserver stopped")
@@ -117,8 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // validate refuses flag values of features that are not built yet, so
 // none is silently ignored.
 func validate(cfg commands.Config) error {
-	if cfg.SaveInterval != 0 {
-		return errors.New("--save-interval: persistence is not available yet; only 0 (memory only) is accepted")
+	if cfg.SaveInterval < 0 {
+		return errors.New("--save-interval must not be negative")
 	}
 	if cfg.Dir == "" {
 		return errors.New("--dir must not be empty")

@@ -60,7 +60,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 
 func TestLaterFeaturesFailLoudly(t *testing.T) {
 	for _, args := range [][]string{
-		{"--save-interval", "1s"},
+		{"--save-interval", "-1s"},
 		{"--replicaof", "127.0.0.1 6380"},
 		{"--masterauth", "x"},
 		{"--metrics-addr", "127.0.0.1:9121"},
@@ -117,7 +117,7 @@ func TestBinaryStopsCleanly(t *testing.T) {
 		require.Equal(t, 0, cmd.ProcessState.ExitCode())
 	}
 	// SHUTDOWN from a client stops it too, with exit 0.
-	cmd, addr, _ := startBinary(t, bin, "--clock", "manual")
+	cmd, addr, _ := startBinary(t, bin, "--clock", "manual", "--save-interval", "0")
 	c := rltest.Dial(t, addr)
 	require.Equal(t, "-ERR persistence is disabled (--save-interval 0)", c.Do("SHUTDOWN", "SAVE"))
 	c.Send(rltest.Encode("SHUTDOWN", "NOSAVE"))

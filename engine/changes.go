@@ -1,0 +1,130 @@
+package engine
+
+// Record is one key's absolute state, the unit that persistence and
+// replication carry: "key K holds state S" (Kind != KindNone) or "key K is
+// gone" (Kind == KindNone). Applying a record twice is harmless. Deadline
+// is in Unix ns; A, B, C are the algorithm's state words; Log holds
+// RL.LOG's entries (B, a slot number, is meaningless outside a process).
+type Record struct {
+	Key      string
+	Kind     Kind
+	Deadline int64
+	A, B, C  int64
+	Log      []int64
+}
+
+func (s *shard) recordLocked(i uint32) Record {
+	e := s.slab[i]
+	r := Record{Key: s.keys[i], Kind: e.kind, Deadline: e.deadline, A: e.a, B: e.b, C: e.c}
+	if e.kind == KindLog {
+		r.Log = append([]int64(nil), s.logs[e.b]...)
+		r.B = 0
+	}
+	return r
+}
+
+// TrackChanges turns on change tracking, which Changes reads. Call it
+// before serving; memory-only servers never do, and pay nothing.
+func (e *Engine) TrackChanges() {
+	for _, s := range e.shards {
+		s.mu.Lock()
+		s.track = true
+		s.mu.Unlock()
+	}
+}
+
+// Changes passes fn every change since the previous call, shard by shard
+// (each shard locked only while its changes are collected): a deletion
+// record for each key removed, then the current record of each key
+// written. flushed reports that some shard was flushed (FLUSHALL) since
+// the previous call: the receiver must drop everything it holds before
+// applying the records. The records own their memory.
+func (e *Engine) Changes(fn func(Record)) (flushed bool) {
+	var recs []Record
+	for _, s := range e.shards {
+		recs = recs[:0]
+		s.mu.Lock()
+		flushed = flushed || s.flushed
+		for _, k := range s.deleted {
+			recs = append(recs, Record{Key: k})
+		}
+		for _, i := range s.dirty {
+			if int(i) < len(s.slab) && s.slab[i].dirty {
+				s.slab[i].dirty = false
+				recs = append(recs, s.recordLocked(i))
+			}
+		}
+		s.deleted, s.dirty, s.flushed = nil, s.dirty[:0], false
+		s.mu.Unlock()
+		for _, r := range recs {
+			fn(r)
+		}
+	}
+	return flushed
+}
+
+// PendingChanges counts the changes Changes would report now (a key
+// changed several times counts once; deletions count each).
+func (e *Engine) PendingChanges() int {
+	n := 0
+	for _, s := range e.shards {
+		s.mu.Lock()
+		n += len(s.dirty) + len(s.deleted)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Dump passes fn the record of every live key (a full snapshot or a full
+// resynchronisation), shard by shard.
+func (e *Engine) Dump(now int64, fn func(Record)) {
+	var recs []Record
+	for _, s := range e.shards {
+		recs = recs[:0]
+		s.mu.Lock()
+		for i := range s.slab {
+			if s.slab[i].kind != KindNone && s.slab[i].alive(now) {
+				recs = append(recs, s.recordLocked(uint32(i)))
+			}
+		}
+		s.mu.Unlock()
+		for _, r := range recs {
+			fn(r)
+		}
+	}
+}
+
+// Restore applies a record as it is (a loaded snapshot, a replicated
+// change): it does not mark the key changed. A record already expired at
+// now, or a deletion, removes the key. It reports whether the key is held
+// afterwards.
+func (e *Engine) Restore(r Record, now int64) bool {
+	key := []byte(r.Key)
+	s := e.shardOf(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.index[r.Key]
+	if r.Kind == KindNone || now >= r.Deadline {
+		if ok {
+			track := s.track
+			s.track = false // applying a deletion is not a change of ours
+			s.removeLocked(i)
+			s.track = track
+		}
+		return false
+	}
+	en := entry{kind: r.Kind, deadline: r.Deadline, a: r.A, b: r.B, c: r.C}
+	if r.Kind == KindLog {
+		if ok && s.slab[i].kind == KindLog {
+			en.b = s.slab[i].b
+		} else {
+			en.b = s.newLogLocked()
+		}
+		s.logs[en.b] = append([]int64(nil), r.Log...)
+	}
+	track := s.track
+	s.track = false
+	s.putLocked(i, ok, key, en)
+	s.track = track
+	return true
+}

@@ -1,0 +1,16 @@
+// Package persist keeps the engine's state in Pebble so restarts and
+// crashes lose no limits and never walk the clock back.
+//
+// The engine reports changes as absolute records (engine.Record: "key K
+// holds state S" or "key K is gone"); a Snapshotter writes the changes
+// since the last snapshot, with the clock's high-water mark, in one synced
+// Pebble batch every --save-interval. Records use one versioned,
+// checksummed codec (codec.go), the same that replication streams.
+//
+// A store that cannot be opened, has an unknown format version or fails a
+// checksum is refused with an error naming the path and the cause;
+// nothing in it is deleted or overwritten.
+//
+// This package observes the engine only through engine.Record, Changes,
+// Dump and Restore; it never imports commands, resp or net.
+package persist

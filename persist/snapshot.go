@@ -1,0 +1,168 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// ErrInProgress: a snapshot is already being written (BGSAVE).
+var ErrInProgress = errors.New("background save already in progress")
+
+// Snapshotter writes the engine's changes to a Store: incrementally every
+// interval, on demand (SAVE, BGSAVE) and at shutdown. Changes that fail to
+// be written are kept and retried with the next snapshot; the server goes
+// on answering meanwhile. Safe for concurrent use.
+type Snapshotter struct {
+	e     *engine.Engine
+	store *Store
+	clk   clock.Clock
+	log   *slog.Logger
+
+	mu      sync.Mutex // one snapshot at a time; guards pending
+	pending map[string]engine.Record
+	flush   bool // a FLUSHALL not yet written
+
+	inProgress atomic.Bool
+	lastOK     atomic.Int64 // Unix s of the last good snapshot (server clock)
+	lastStatus atomic.Bool  // last snapshot succeeded
+	lastDur    atomic.Int64 // ns
+	errors     atomic.Int64
+	saves      atomic.Int64
+}
+
+// NewSnapshotter returns a snapshotter; it turns on the engine's change
+// tracking.
+func NewSnapshotter(e *engine.Engine, st *Store, clk clock.Clock, log *slog.Logger) *Snapshotter {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e.TrackChanges()
+	s := &Snapshotter{e: e, store: st, clk: clk, log: log, pending: map[string]engine.Record{}}
+	s.lastStatus.Store(true)
+	s.lastOK.Store(clk.Now() / 1e9)
+	return s
+}
+
+// Save writes every change since the last snapshot, with the clock's
+// high-water mark, in one synced batch.
+func (s *Snapshotter) Save() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saveLocked()
+}
+
+// BackgroundSave starts Save in a goroutine, or returns ErrInProgress.
+func (s *Snapshotter) BackgroundSave() error {
+	if s.inProgress.Load() {
+		return ErrInProgress
+	}
+	go func() {
+		if err := s.Save(); err != nil {
+			s.log.Error("background save failed", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (s *Snapshotter) saveLocked() (err error) {
+	s.inProgress.Store(true)
+	defer s.inProgress.Store(false)
+	start := time.Now()
+	cur := map[string]engine.Record{}
+	if s.e.Changes(func(r engine.Record) { cur[r.Key] = r }) {
+		// A FLUSHALL since the last call: what is still pending from
+		// before it is void; this call's records all postdate it (a shard
+		// not yet flushed when read reports the flush next time).
+		s.pending, s.flush = cur, true
+	} else {
+		for k, r := range cur {
+			s.pending[k] = r
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil { // pebble reports some I/O failures by panicking through our logger
+			err = fmt.Errorf("persist: %s: %v", s.store.Path(), r)
+		}
+		s.lastDur.Store(int64(time.Since(start)))
+		if err != nil {
+			s.errors.Add(1)
+			s.lastStatus.Store(false)
+			s.log.Error("snapshot failed; changes kept for the next one", "err", err, "pending", len(s.pending))
+			return
+		}
+		s.lastStatus.Store(true)
+		s.saves.Add(1)
+	}()
+	b := s.store.NewBatch()
+	if s.flush {
+		if err := b.DeleteAll(); err != nil {
+			return err
+		}
+	}
+	for _, r := range s.pending {
+		if err := b.Put(r); err != nil {
+			return err
+		}
+	}
+	hw := s.clk.Now()
+	if err := s.store.Commit(b, hw, s.e.Store().Len()); err != nil {
+		return err
+	}
+	s.lastOK.Store(hw / 1e9)
+	clear(s.pending)
+	s.flush = false
+	return nil
+}
+
+// Run saves every interval until ctx is done.
+func (s *Snapshotter) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = s.Save() // failures are logged and counted; the changes are retried
+		}
+	}
+}
+
+// Info is what INFO persistence and LASTSAVE report.
+type Info struct {
+	ChangesSinceSave int64
+	LastSaveUnix     int64
+	LastOK           bool
+	LastDuration     time.Duration
+	InProgress       bool
+	Errors, Saves    int64
+}
+
+// Info reports the snapshotter's state.
+func (s *Snapshotter) Info() Info {
+	return Info{
+		ChangesSinceSave: int64(s.e.PendingChanges()) + int64(s.pendingLen()),
+		LastSaveUnix:     s.lastOK.Load(),
+		LastOK:           s.lastStatus.Load(),
+		LastDuration:     time.Duration(s.lastDur.Load()),
+		InProgress:       s.inProgress.Load(),
+		Errors:           s.errors.Load(),
+		Saves:            s.saves.Load(),
+	}
+}
+
+func (s *Snapshotter) pendingLen() int {
+	if !s.mu.TryLock() {
+		return 0 // a snapshot is running; it holds them
+	}
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
