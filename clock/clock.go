@@ -57,8 +57,9 @@ type RealOptions struct {
 
 // wallEvery is how often, in monotonic ns, a default Real clock (Wall nil)
 // reads the wall clock on the Now path. Reading it costs about as much as
-// the rest of Now together, and a wall clock that steps is noticed within
-// 1 ms anyway; in between, the wall clock is taken to have advanced with the
+// the rest of Now together; noticing a wall-clock step up to 1 ms late
+// changes nothing that matters, as the clock only slews toward it at 1%. In
+// between reads, the wall clock is taken to have advanced with the
 // monotonic clock. Offset always reads it.
 const wallEvery = int64(time.Millisecond)
 

@@ -393,7 +393,11 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64) {
 		line("uptime_in_seconds", int64(up.Seconds()))
 		line("uptime_in_days", int64(up.Hours()/24))
 		line("clock", cfg.ClockMode)
-		line("clock_offset_ms", (now-time.Now().UnixNano())/1e6)
+		offset := now - time.Now().UnixNano()
+		if o, ok := s.Clock.(interface{ Offset() int64 }); ok {
+			offset = o.Offset() // against the wall clock the real clock follows
+		}
+		line("clock_offset_ms", offset/1e6)
 		line("shards", s.Engine.Shards())
 		line("executable", os.Args[0])
 	case "clients":

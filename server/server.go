@@ -145,16 +145,25 @@ func Start(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// newClock builds the server clock: it starts at start (Unix ns; 0 = the
-// wall clock now) but never below the stored high-water mark.
+// newClock builds the server clock. It never starts below the stored
+// high-water mark. The manual clock starts at start (Unix ns; 0 = the wall
+// clock now). The real clock follows the wall clock, slewing toward it at
+// most 1% when they differ; with start set, the "wall clock" it follows is
+// start plus monotonic time (how a test simulates a wall clock that is
+// behind or ahead).
 func newClock(mode string, start, highWater int64) clock.Clock {
-	if start == 0 {
-		start = time.Now().UnixNano()
-	}
 	if mode == "manual" {
+		if start == 0 {
+			start = time.Now().UnixNano()
+		}
 		return clock.NewManual(max(start, highWater))
 	}
-	return clock.NewReal(max(start, highWater))
+	o := clock.RealOptions{HighWater: highWater}
+	if start != 0 {
+		base := time.Now()
+		o.Wall = func() int64 { return start + int64(time.Since(base)) }
+	}
+	return clock.NewRealWith(o)
 }
 
 // Close stops the server without a final snapshot (Shutdown saves).
