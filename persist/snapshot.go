@@ -26,9 +26,10 @@ type Snapshotter struct {
 	clk   clock.Clock
 	log   *slog.Logger
 
-	mu      sync.Mutex // one snapshot at a time; guards pending
-	pending map[string]engine.Record
-	flush   bool // a FLUSHALL not yet written
+	mu      sync.Mutex               // one snapshot at a time; guards the fields below
+	pending map[string]engine.Record // changes a failed snapshot did not write
+	cur     []engine.Record          // this snapshot's changes (reused)
+	flush   bool                     // a FLUSHALL not yet written
 
 	inProgress atomic.Bool
 	lastOK     atomic.Int64 // Unix s of the last good snapshot (server clock)
@@ -36,6 +37,7 @@ type Snapshotter struct {
 	lastDur    atomic.Int64 // ns
 	errors     atomic.Int64
 	saves      atomic.Int64
+	lastCount  atomic.Int64 // records written by the last good snapshot
 }
 
 // NewSnapshotter returns a snapshotter; it turns on the engine's change
@@ -76,16 +78,16 @@ func (s *Snapshotter) saveLocked() (err error) {
 	s.inProgress.Store(true)
 	defer s.inProgress.Store(false)
 	start := time.Now()
-	cur := map[string]engine.Record{}
-	if s.e.Changes(func(r engine.Record) { cur[r.Key] = r }) {
+	// Collect this round's changes in order (a key deleted then written
+	// again appears twice, deletion first). Records that failed to be
+	// written before are in s.pending and go first, superseded by these.
+	s.cur = s.cur[:0]
+	if s.e.Changes(func(r engine.Record) { s.cur = append(s.cur, r) }) {
 		// A FLUSHALL since the last call: what is still pending from
 		// before it is void; this call's records all postdate it (a shard
 		// not yet flushed when read reports the flush next time).
-		s.pending, s.flush = cur, true
-	} else {
-		for k, r := range cur {
-			s.pending[k] = r
-		}
+		clear(s.pending)
+		s.flush = true
 	}
 	defer func() {
 		if r := recover(); r != nil { // pebble reports some I/O failures by panicking through our logger
@@ -93,6 +95,10 @@ func (s *Snapshotter) saveLocked() (err error) {
 		}
 		s.lastDur.Store(int64(time.Since(start)))
 		if err != nil {
+			for _, r := range s.cur { // keep them for the next attempt
+				s.pending[r.Key] = r
+			}
+			s.cur = s.cur[:0]
 			s.errors.Add(1)
 			s.lastStatus.Store(false)
 			s.log.Error("snapshot failed; changes kept for the next one", "err", err, "pending", len(s.pending))
@@ -102,6 +108,27 @@ func (s *Snapshotter) saveLocked() (err error) {
 		s.saves.Add(1)
 	}()
 	b := s.store.NewBatch()
+	if err := s.fill(b); err != nil {
+		b.Close()
+		return err
+	}
+	n := b.Len()
+	hw := s.clk.Now()
+	if err := s.store.Commit(b, hw, s.e.Store().Len()); err != nil {
+		return err
+	}
+	s.lastOK.Store(hw / 1e9)
+	s.lastCount.Store(int64(n))
+	clear(s.pending)
+	clear(s.cur) // drop references to logs
+	s.cur = s.cur[:0]
+	s.flush = false
+	return nil
+}
+
+// fill puts the pending and current changes into b, after a DeleteAll
+// if a FLUSHALL is to be written.
+func (s *Snapshotter) fill(b *Batch) error {
 	if s.flush {
 		if err := b.DeleteAll(); err != nil {
 			return err
@@ -112,13 +139,11 @@ func (s *Snapshotter) saveLocked() (err error) {
 			return err
 		}
 	}
-	hw := s.clk.Now()
-	if err := s.store.Commit(b, hw, s.e.Store().Len()); err != nil {
-		return err
+	for _, r := range s.cur {
+		if err := b.Put(r); err != nil {
+			return err
+		}
 	}
-	s.lastOK.Store(hw / 1e9)
-	clear(s.pending)
-	s.flush = false
 	return nil
 }
 
@@ -144,6 +169,7 @@ type Info struct {
 	LastDuration     time.Duration
 	InProgress       bool
 	Errors, Saves    int64
+	LastRecords      int64 // records (puts and deletes) the last good snapshot wrote
 }
 
 // Info reports the snapshotter's state.
@@ -156,6 +182,7 @@ func (s *Snapshotter) Info() Info {
 		InProgress:       s.inProgress.Load(),
 		Errors:           s.errors.Load(),
 		Saves:            s.saves.Load(),
+		LastRecords:      s.lastCount.Load(),
 	}
 }
 
