@@ -415,13 +415,13 @@ func TestPersistClockBehindReal(t *testing.T) {
 		dec := off0 - off1
 		t.Logf("offset %d ms -> %d ms over %v..%v", off0, off1, lo, hi)
 		require.GreaterOrEqual(t, dec, int64(5), "the offset does not shrink: the clock does not converge to the wall clock")
-		require.LessOrEqual(t, dec, hi.Milliseconds()/100+2, "the offset shrinks faster than 1%% of elapsed time")
+		require.LessOrEqual(t, dec, hi.Milliseconds()/100+2, "the offset shrinks faster than 1% of elapsed time")
 		// TIME ran at 99%..101% of monotonic time, no jump: the server's
 		// monotonic time between the two TIME readings lies in
 		// [m3-r0, m4-m1].
 		adv := time.Duration((t1 - t0) * 1000)
-		require.GreaterOrEqual(t, adv, time.Duration(float64(m3.Sub(r0))*0.99)-2*time.Millisecond, "TIME ran more than 1%% slow")
-		require.LessOrEqual(t, adv, time.Duration(float64(m4.Sub(m0))*1.01)+2*time.Millisecond, "TIME ran more than 1%% fast")
+		require.GreaterOrEqual(t, adv, time.Duration(float64(m3.Sub(r0))*0.99)-2*time.Millisecond, "TIME ran more than 1% slow")
+		require.LessOrEqual(t, adv, time.Duration(float64(m4.Sub(m1))*1.01)+2*time.Millisecond, "TIME ran more than 1% fast")
 	})
 	n.stop(t, "SHUTDOWN NOSAVE")
 }
