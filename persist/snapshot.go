@@ -30,14 +30,17 @@ type Snapshotter struct {
 	pending map[string]engine.Record // changes a failed snapshot did not write
 	cur     []engine.Record          // this snapshot's changes (reused)
 	flush   bool                     // a FLUSHALL not yet written
+	broken  bool                     // the last commit failed: reopen the store first
 
 	inProgress atomic.Bool
+	bgRunning  atomic.Bool  // a BGSAVE goroutine exists
 	lastOK     atomic.Int64 // Unix s of the last good snapshot (server clock)
 	lastStatus atomic.Bool  // last snapshot succeeded
 	lastDur    atomic.Int64 // ns
 	errors     atomic.Int64
 	saves      atomic.Int64
 	lastCount  atomic.Int64 // records written by the last good snapshot
+	unwritten  atomic.Int64 // changes taken from the engine and not yet written
 }
 
 // NewSnapshotter returns a snapshotter; it turns on the engine's change
@@ -63,10 +66,15 @@ func (s *Snapshotter) Save() error {
 
 // BackgroundSave starts Save in a goroutine, or returns ErrInProgress.
 func (s *Snapshotter) BackgroundSave() error {
+	if !s.bgRunning.CompareAndSwap(false, true) {
+		return ErrInProgress
+	}
 	if s.inProgress.Load() {
+		s.bgRunning.Store(false)
 		return ErrInProgress
 	}
 	go func() {
+		defer s.bgRunning.Store(false)
 		if err := s.Save(); err != nil {
 			s.log.Error("background save failed", "err", err)
 		}
@@ -89,9 +97,11 @@ func (s *Snapshotter) saveLocked() (err error) {
 		clear(s.pending)
 		s.flush = true
 	}
+	s.unwritten.Store(int64(len(s.pending) + len(s.cur)))
 	defer func() {
 		if r := recover(); r != nil { // pebble reports some I/O failures by panicking through our logger
 			err = fmt.Errorf("persist: %s: %v", s.store.Path(), r)
+			s.broken = true
 		}
 		s.lastDur.Store(int64(time.Since(start)))
 		if err != nil {
@@ -107,6 +117,12 @@ func (s *Snapshotter) saveLocked() (err error) {
 		s.lastStatus.Store(true)
 		s.saves.Add(1)
 	}()
+	if s.broken {
+		if err := s.store.Reopen(); err != nil {
+			return fmt.Errorf("reopen after a failed write: %w", err)
+		}
+		s.broken = false
+	}
 	b := s.store.NewBatch()
 	if err := s.fill(b); err != nil {
 		b.Close()
@@ -115,10 +131,12 @@ func (s *Snapshotter) saveLocked() (err error) {
 	n := b.Len()
 	hw := s.clk.Now()
 	if err := s.store.Commit(b, hw, s.e.Store().Len()); err != nil {
+		s.broken = true
 		return err
 	}
 	s.lastOK.Store(hw / 1e9)
 	s.lastCount.Store(int64(n))
+	s.unwritten.Store(0)
 	clear(s.pending)
 	clear(s.cur) // drop references to logs
 	s.cur = s.cur[:0]
@@ -175,7 +193,7 @@ type Info struct {
 // Info reports the snapshotter's state.
 func (s *Snapshotter) Info() Info {
 	return Info{
-		ChangesSinceSave: int64(s.e.PendingChanges()) + int64(s.pendingLen()),
+		ChangesSinceSave: int64(s.e.PendingChanges()) + s.unwritten.Load(),
 		LastSaveUnix:     s.lastOK.Load(),
 		LastOK:           s.lastStatus.Load(),
 		LastDuration:     time.Duration(s.lastDur.Load()),
@@ -184,12 +202,4 @@ func (s *Snapshotter) Info() Info {
 		Saves:            s.saves.Load(),
 		LastRecords:      s.lastCount.Load(),
 	}
-}
-
-func (s *Snapshotter) pendingLen() int {
-	if !s.mu.TryLock() {
-		return 0 // a snapshot is running; it holds them
-	}
-	defer s.mu.Unlock()
-	return len(s.pending)
 }

@@ -33,6 +33,7 @@ var ErrFormat = errors.New("unknown store format version")
 type Store struct {
 	db   *pebble.DB
 	path string
+	opts Options
 }
 
 // Options for Open. FS defaults to the OS file system (tests pass an
@@ -41,7 +42,14 @@ type Options struct {
 	Dir    string
 	FS     vfs.FS
 	Logger *slog.Logger
+	// ReadOnly opens an existing store without changing a byte of it (no
+	// WAL flush, no compaction): how a store is checked and loaded before
+	// it is trusted. A missing store is then ErrNoStore.
+	ReadOnly bool
 }
+
+// ErrNoStore: a read-only open found no store in the directory.
+var ErrNoStore = errors.New("no store")
 
 // Open opens (creating if needed) the store in o.Dir. Errors name the
 // path and the cause; a store of another format version is refused, and
@@ -59,16 +67,27 @@ func Open(o Options) (*Store, error) {
 	// A larger memtable than the default: snapshots write many small
 	// batches, and fewer flushes mean fewer compactions competing with
 	// request handling for the CPU.
-	opts := &pebble.Options{FS: fs, Logger: pebbleLogger{o.Logger}, MemTableSize: 64 << 20}
+	if o.ReadOnly {
+		if names, err := fs.List(o.Dir); err != nil || len(names) == 0 {
+			return nil, fmt.Errorf("persist: %s: %w", o.Dir, ErrNoStore)
+		}
+	}
+	opts := &pebble.Options{FS: fs, Logger: pebbleLogger{o.Logger}, MemTableSize: 64 << 20,
+		ReadOnly: o.ReadOnly, ErrorIfNotExists: o.ReadOnly}
 	db, err := pebble.Open(o.Dir, opts)
+	if errors.Is(err, pebble.ErrDBDoesNotExist) {
+		return nil, fmt.Errorf("persist: %s: %w", o.Dir, ErrNoStore)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 	}
-	s := &Store{db: db, path: o.Dir}
+	s := &Store{db: db, path: o.Dir, opts: o}
 	v, closer, err := db.Get(metaFormat)
 	switch {
+	case errors.Is(err, pebble.ErrNotFound) && o.ReadOnly:
+		// Created but never written to: the read-write open records it.
 	case errors.Is(err, pebble.ErrNotFound):
-		// A new store (or one with no snapshot yet): record the format.
+		// A new store: record the format.
 		if err := db.Set(metaFormat, []byte(strconv.Itoa(FormatVersion)), pebble.Sync); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("persist: %s: write format version: %w", o.Dir, err)
@@ -85,6 +104,22 @@ func Open(o Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// Reopen closes and reopens the database: after Pebble refuses further
+// writes (a failed WAL write is fatal to an open Pebble DB), a fresh open
+// recovers what was durably written and accepts writes again.
+func (s *Store) Reopen() error {
+	func() {
+		defer func() { recover() }() // closing a DB in a failed state may panic
+		s.db.Close()
+	}()
+	n, err := Open(s.opts)
+	if err != nil {
+		return err
+	}
+	s.db = n.db
+	return nil
 }
 
 // Path is the store's directory.

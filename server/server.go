@@ -76,21 +76,6 @@ func Start(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	// Persistence first: the stored clock mark decides where the clock
-	// starts, and the load drops what has expired by then.
-	var store *persist.Store
-	var highWater int64
-	if cfg.SaveInterval > 0 {
-		var err error
-		if store, err = persist.Open(persist.Options{Dir: cfg.Dir, FS: opts.FS, Logger: log}); err != nil {
-			return nil, err
-		}
-		if highWater, err = store.HighWater(); err != nil {
-			store.Close()
-			return nil, err
-		}
-	}
-	clk := newClock(cfg.ClockMode, opts.ClockStart, highWater)
 	var tlsCfg *tls.Config
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -99,17 +84,46 @@ func Start(opts Options) (*Server, error) {
 		}
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	// Persistence first: the stored clock mark decides where the clock
+	// starts, and the load drops what has expired by then. The store is
+	// checked and loaded read-only, so a store that is refused (damaged,
+	// unknown format) is left exactly as it was; only then is it opened
+	// for writing.
 	e := engine.New(cfg.Shards)
-	var loaded commands.LoadInfo
-	if store != nil {
-		start := time.Now()
-		held, expired, err := persist.LoadEngine(store, e, clk.Now(), log)
-		if err != nil {
-			store.Close()
+	var (
+		store     *persist.Store
+		highWater int64
+		loaded    commands.LoadInfo
+		clk       clock.Clock
+	)
+	if cfg.SaveInterval > 0 {
+		popts := persist.Options{Dir: cfg.Dir, FS: opts.FS, Logger: log}
+		ro, err := persist.Open(persist.Options{Dir: cfg.Dir, FS: opts.FS, Logger: log, ReadOnly: true})
+		switch {
+		case errors.Is(err, persist.ErrNoStore): // a new store
+		case err != nil:
+			return nil, err
+		default:
+			if highWater, err = ro.HighWater(); err != nil {
+				ro.Close()
+				return nil, err
+			}
+			clk = newClock(cfg.ClockMode, opts.ClockStart, highWater)
+			start := time.Now()
+			held, expired, err := persist.LoadEngine(ro, e, clk.Now(), log)
+			ro.Close()
+			if err != nil {
+				return nil, err
+			}
+			loaded = commands.LoadInfo{Keys: held, Expired: expired, Duration: time.Since(start)}
+			log.Debug("loaded", "dir", cfg.Dir, "keys", held, "expired_dropped", expired, "duration", loaded.Duration, "clock_mark", highWater)
+		}
+		if store, err = persist.Open(popts); err != nil {
 			return nil, err
 		}
-		loaded = commands.LoadInfo{Keys: held, Expired: expired, Duration: time.Since(start)}
-		log.Debug("loaded", "dir", cfg.Dir, "keys", held, "expired_dropped", expired, "duration", loaded.Duration, "clock_mark", highWater)
+	}
+	if clk == nil {
+		clk = newClock(cfg.ClockMode, opts.ClockStart, highWater)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
