@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -376,4 +377,20 @@ var periodUnits = []struct {
 }{
 	{"ms", int64(time.Millisecond)}, {"s", int64(time.Second)}, {"m", int64(time.Minute)},
 	{"h", int64(time.Hour)}, {"d", 24 * int64(time.Hour)},
+}
+
+// Every calls fn every interval of real (monotonic) time until ctx is
+// done: the loop of the background tasks (expiry sweep, snapshots), which
+// read the server clock themselves when they run.
+func Every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
 }

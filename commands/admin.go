@@ -439,6 +439,7 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64) {
 		line("rdb_last_bgsave_time_sec", int64(pi.LastDuration.Seconds()))
 		line("rdb_saves", pi.Saves)
 		line("rdb_save_errors", pi.Errors)
+		line("rdb_last_save_records", pi.LastRecords)
 		line("aof_enabled", 0)
 		line("persistence_enabled", b2i(s.Persist != nil))
 		line("save_interval", cfg.SaveInterval.String())

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"fmt"
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 	"log/slog"
 	"strings"
@@ -142,15 +143,8 @@ func ParseLogLevel(v string) (slog.Level, error) {
 // RunExpiry drops expired keys in the background every interval until ctx
 // is done, counting them for INFO stats (expired_keys).
 func (s *Server) RunExpiry(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			st := s.Engine.Sweep(s.Clock.Now())
-			s.stats.expiredKeys.Add(int64(st.Expired))
-		}
-	}
+	clock.Every(ctx, interval, func() {
+		st := s.Engine.Sweep(s.Clock.Now())
+		s.stats.expiredKeys.Add(int64(st.Expired))
+	})
 }

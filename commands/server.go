@@ -106,6 +106,7 @@ type PersistenceInfo struct {
 	LastDuration     time.Duration
 	InProgress       bool
 	Errors, Saves    int64
+	LastRecords      int64 // records the last good snapshot wrote
 }
 
 // LoadInfo describes what was loaded at start.

@@ -167,16 +167,9 @@ func (s *Snapshotter) fill(b *Batch) error {
 
 // Run saves every interval until ctx is done.
 func (s *Snapshotter) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = s.Save() // failures are logged and counted; the changes are retried
-		}
-	}
+	clock.Every(ctx, interval, func() {
+		_ = s.Save() // failures are logged and counted; the changes are retried
+	})
 }
 
 // Info is what INFO persistence and LASTSAVE report.
@@ -189,6 +182,9 @@ type Info struct {
 	Errors, Saves    int64
 	LastRecords      int64 // records (puts and deletes) the last good snapshot wrote
 }
+
+// Info mirrors commands.PersistenceInfo field for field (the server
+// package converts one into the other): persist must not import commands.
 
 // Info reports the snapshotter's state.
 func (s *Snapshotter) Info() Info {

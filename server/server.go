@@ -213,13 +213,9 @@ func (s *Server) Shutdown(ctx context.Context, save bool) error {
 // persistence adapts the snapshotter to what the commands need.
 type persistence struct{ s *persist.Snapshotter }
 
-func (p persistence) Save() error           { return p.s.Save() }
-func (p persistence) BackgroundSave() error { return p.s.BackgroundSave() }
-func (p persistence) Info() commands.PersistenceInfo {
-	i := p.s.Info()
-	return commands.PersistenceInfo{ChangesSinceSave: i.ChangesSinceSave, LastSaveUnix: i.LastSaveUnix, LastOK: i.LastOK,
-		LastDuration: i.LastDuration, InProgress: i.InProgress, Errors: i.Errors, Saves: i.Saves}
-}
+func (p persistence) Save() error                    { return p.s.Save() }
+func (p persistence) BackgroundSave() error          { return p.s.BackgroundSave() }
+func (p persistence) Info() commands.PersistenceInfo { return commands.PersistenceInfo(p.s.Info()) }
 
 // ShutdownRequested is closed when a client runs SHUTDOWN.
 func (s *Server) ShutdownRequested() <-chan struct{} { return s.Cmds.ShutdownRequested() }
