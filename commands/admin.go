@@ -331,7 +331,7 @@ func cmdConfigResetStat(x *Ctx) {
 
 func (s *cmdStats) reset() {
 	s.calls.Store(0)
-	s.usec.Store(0)
+	s.ns.Store(0)
 	s.rejected.Store(0)
 	s.failed.Store(0)
 }
@@ -481,7 +481,7 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64) {
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 		for _, c := range all {
-			calls, usec := c.stats.calls.Load(), c.stats.usec.Load()
+			calls, usec := c.stats.calls.Load(), c.stats.ns.Load()/1000
 			rej, fail := c.stats.rejected.Load(), c.stats.failed.Load()
 			if calls+rej == 0 {
 				continue

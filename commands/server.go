@@ -204,14 +204,30 @@ type Client struct {
 	Close           func()
 	closeAfterReply bool
 
-	mu         sync.Mutex // guards the fields below, read by CLIENT LIST
-	name       string
-	libName    string
-	libVer     string
-	lastCmd    string
-	lastActive time.Time
-	qbuf       int
+	mu      sync.Mutex // guards the fields below, read by CLIENT LIST
+	name    string
+	libName string
+	libVer  string
+	qbuf    int
+
+	// Read by CLIENT LIST from other goroutines, written on every command.
+	lastCmd    atomic.Pointer[string]
+	lastActive atomic.Int64 // monotonic ns (monoNow) of the last command's end
+	// mark is the monotonic ns at which the current command began: the
+	// end of the previous one, or the moment its batch was read (Mark).
+	mark int64
 }
+
+// procStart anchors the monotonic readings that time commands.
+var procStart = time.Now()
+
+// monoNow is monotonic ns since the process started.
+func monoNow() int64 { return int64(time.Since(procStart)) }
+
+// Mark records that a new batch of commands has just been read, so the
+// first command's time excludes the wait for input. The connection calls
+// it after a blocking read.
+func (c *Client) Mark() { c.mark = monoNow() }
 
 // NewClient registers a connection. It returns nil and writes the error
 // to refuse it when maxclients is reached.
@@ -223,7 +239,8 @@ func (s *Server) NewClient(addr, laddr string) (*Client, error) {
 		return nil, ErrMaxClients
 	}
 	c := &Client{ID: s.nextID.Add(1), Addr: addr, LAddr: laddr, proto: 2, created: time.Now()}
-	c.lastActive = c.created
+	c.mark = monoNow()
+	c.lastActive.Store(c.mark)
 	c.authed = *s.requirePass.Load() == ""
 	s.clients[c.ID] = c
 	s.stats.connections.Add(1)
@@ -313,21 +330,23 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 }
 
 // run executes a resolved command with the given clock reading and store.
+//
+// Timing takes one monotonic reading per command: a command runs from the
+// end of the previous one (or its batch's Mark) to its own end.
 func (s *Server) run(c *Client, cmd *Command, args [][]byte, w Writer, now int64, st engine.Store) {
-	start := time.Now()
 	x := &c.ctx
 	*x = Ctx{S: s, C: c, W: w, Args: args, Now: now, Store: st, cmd: cmd}
 	cmd.Run(x)
+	end := monoNow()
 	cmd.stats.calls.Add(1)
-	cmd.stats.usec.Add(int64(time.Since(start) / time.Microsecond))
+	cmd.stats.ns.Add(end - c.mark)
+	c.mark = end
 	if x.fail {
 		cmd.stats.failed.Add(1)
 		s.stats.errorReplies.Add(1)
 	}
-	c.mu.Lock()
-	c.lastCmd = cmd.Name
-	c.lastActive = start
-	c.mu.Unlock()
+	c.lastCmd.Store(&cmd.Name)
+	c.lastActive.Store(end)
 	x.Args = nil
 }
 

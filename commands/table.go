@@ -58,7 +58,7 @@ type Command struct {
 }
 
 type cmdStats struct {
-	calls, usec, rejected, failed atomic.Int64
+	calls, ns, rejected, failed atomic.Int64
 }
 
 // Table is a command table indexed by lower-case name.

@@ -140,7 +140,11 @@ func Serve(srv *commands.Server, c *commands.Client, rw io.ReadWriter, beforeRea
 		return err == nil
 	}
 	for {
+		waited := rd.Buffered() == 0 // Next may block for input: time the batch from its arrival
 		args, err := rd.Next()
+		if waited {
+			c.Mark()
+		}
 		if err != nil {
 			var pe ProtocolError
 			if errors.As(err, &pe) {

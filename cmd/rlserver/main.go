@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address for Prometheus metrics (not available yet; setting it is an error)")
+	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (loopback only, e.g. 127.0.0.1:6060; off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -93,6 +94,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(h)
 
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr, log); err != nil {
+			return err
+		}
+	}
 	srv, err := server.Start(server.Options{Config: cfg, ClockStart: clockStart * int64(time.Millisecond), Logger: log, LogLevel: level})
 	if err != nil {
 		return err
