@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Ratio table of rlserver over Redis + Lua from two redis_baseline.sh raw.csv files.
 
-  ratios.py redis/raw.csv rlserver/raw.csv
+  ratios.py redis/raw.csv[,more.csv] rlserver/raw.csv[,more.csv]
 
 Medians per (setting, test) over runs; ops/s and p50/p99, and the ratio of
 medians. Test names are the harness's (gcra = CL.THROTTLE vs gcra.lua, ...).
@@ -11,9 +11,10 @@ import statistics
 import sys
 
 
-def load(path):
+def load(paths):
     rows = {}
-    with open(path) as f:
+    for path in paths.split(","):
+      with open(path) as f:
         for r in csv.DictReader(f):
             try:
                 key = (r["setting"], r["test"])

@@ -25,12 +25,12 @@ func newTable() Table {
 	)
 	cmds := []*Command{
 		// connection
-		{Name: "ping", Arity: -1, Flags: FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Returns the server's liveliness response.", Run: cmdPing},
-		{Name: "echo", Arity: 2, Flags: FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Returns the given string.", Run: cmdEcho},
-		{Name: "hello", Arity: -1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "6.0.0", Summary: "Handshakes with the server: protocol version, authentication, client name.", Run: cmdHello},
-		{Name: "auth", Arity: -2, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Authenticates the connection.", Run: cmdAuth},
-		{Name: "select", Arity: 2, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Selects the database: only 0 exists.", Run: cmdSelect},
-		{Name: "quit", Arity: -1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth | FlagTxnControl, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Closes the connection.", Run: cmdQuit},
+		{Name: "ping", Arity: -1, Clockless: true, Flags: FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Returns the server's liveliness response.", Run: cmdPing},
+		{Name: "echo", Arity: 2, Clockless: true, Flags: FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Returns the given string.", Run: cmdEcho},
+		{Name: "hello", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "6.0.0", Summary: "Handshakes with the server: protocol version, authentication, client name.", Run: cmdHello},
+		{Name: "auth", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Authenticates the connection.", Run: cmdAuth},
+		{Name: "select", Arity: 2, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Selects the database: only 0 exists.", Run: cmdSelect},
+		{Name: "quit", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth | FlagTxnControl, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Closes the connection.", Run: cmdQuit},
 		{Name: "reset", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth | FlagTxnControl, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "6.2.0", Summary: "Resets the connection.", Run: cmdReset},
 		{Name: "client", Arity: -2, Group: conn, Since: "2.4.0", Summary: "A container for client connection commands.", Sub: subTable("client", []*Command{
 			{Name: "id", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Returns the unique client ID of the connection.", Run: cmdClientID},
@@ -83,9 +83,9 @@ func newTable() Table {
 		{Name: "lastsave", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@admin", "@fast", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Returns the Unix time of the last good snapshot.", Run: cmdLastsave},
 		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Stops the server.", Run: cmdShutdown},
 		// transactions
-		{Name: "multi", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Starts a transaction.", Run: cmdMulti},
+		{Name: "multi", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Starts a transaction.", Run: cmdMulti},
 		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagTxnControl, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},
-		{Name: "discard", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.0.0", Summary: "Discards a transaction.", Run: cmdDiscard},
+		{Name: "discard", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.0.0", Summary: "Discards a transaction.", Run: cmdDiscard},
 		// limiters
 		{Name: "rl.fixed", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Fixed window counter: key limit window [COST n].", Run: limiter(engine.KindFixed)},
 		{Name: "rl.log", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window log, exact: key limit window [COST n].", Run: limiter(engine.KindLog)},

@@ -213,6 +213,7 @@ type Client struct {
 	// Read by CLIENT LIST from other goroutines, written on every command.
 	lastCmd    atomic.Pointer[string]
 	lastActive atomic.Int64 // monotonic ns (monoNow) of the last command's end
+	lastLookup *Command     // the top-level command this client sent last
 	// mark is the monotonic ns at which the current command began: the
 	// end of the previous one, or the moment its batch was read (Mark).
 	mark int64
@@ -326,7 +327,28 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 		w.Simple("QUEUED")
 		return
 	}
-	s.run(c, cmd, args, w, s.Clock.Now(), s.Engine.Store())
+	var now int64
+	if !cmd.Clockless {
+		now = s.Clock.Now()
+	}
+	s.run(c, cmd, args, w, now, s.Engine.Store())
+}
+
+// equalFoldASCII compares a command name from the wire with a lower-case
+// table name, ignoring ASCII case.
+func equalFoldASCII(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // run executes a resolved command with the given clock reading and store.
@@ -354,7 +376,14 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte, w Writer, now int64
 // dispatcher's checks: existence, arity, authentication, key size. It
 // returns the command and, if refused, the error text.
 func (s *Server) resolve(c *Client, args [][]byte) (*Command, string) {
-	cmd := s.table.lookup(args[0])
+	cmd := c.lastLookup
+	if cmd == nil || !equalFoldASCII(args[0], cmd.Name) {
+		// Clients mostly repeat one command: the cache saves the lower-casing and the map lookup.
+		cmd = s.table.lookup(args[0])
+		if cmd != nil {
+			c.lastLookup = cmd
+		}
+	}
 	if cmd == nil {
 		return nil, unknownCommand(args)
 	}

@@ -47,6 +47,9 @@ type Command struct {
 	FirstKey, LastKey, Step int
 	ACL                     []string // ACL categories, e.g. "@keyspace"
 	Group, Since, Summary   string   // COMMAND DOCS
+	// Clockless commands never look at the time: the dispatcher does not
+	// read the clock for them (Ctx.Now is 0).
+	Clockless bool
 	// KeySpecFlags overrides the key-spec flags COMMAND reports.
 	KeySpecFlags []string
 	// Run executes the command; nil for a container of subcommands.
