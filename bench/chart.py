@@ -23,8 +23,8 @@ bar = group * 0.35
 y = lambda v: top_pad + plot_h - v / top * plot_h
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
        f'<rect width="{W}" height="{H}" fill="white"/>',
-       f'<text x="{left}" y="20" font-size="14">ops/s, c=50 P={setting.split(":")[1]}, server pinned to one core '
-       '(Redis: PING and the Lua scripts of ../shared/bench; rlserver: native commands)</text>']
+       f'<text x="{left}" y="20" font-size="14">ops/s at c=50 P={setting.split(":")[1]}, server pinned to one core; '
+       'ratio rlserver / Redis + Lua below</text>']
 step = 10 ** (len(str(int(top))) - 1)
 v = 0
 while v <= top:
