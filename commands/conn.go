@@ -247,7 +247,9 @@ func (s *Server) clientList() []*Client {
 	defer s.clientsMu.Unlock()
 	out := make([]*Client, 0, len(s.clients))
 	for _, c := range s.clients {
-		out = append(out, c)
+		if !c.killed.Load() { // killed clients are gone even before their goroutine ends
+			out = append(out, c)
+		}
 	}
 	sortClients(out)
 	return out
@@ -391,6 +393,9 @@ func (s *Server) killClients(match func(*Client) bool, self *Client, skipSelf bo
 	for _, c := range s.clientList() {
 		if !match(c) || (skipSelf && c == self) {
 			continue
+		}
+		if !c.killed.CompareAndSwap(false, true) {
+			continue // already being closed by another kill
 		}
 		n++
 		if c == self {

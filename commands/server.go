@@ -214,6 +214,7 @@ type Client struct {
 	lastCmd    atomic.Pointer[string]
 	lastActive atomic.Int64 // monotonic ns (monoNow) of the last command's end
 	lastLookup *Command     // the top-level command this client sent last
+	killed     atomic.Bool  // CLIENT KILL took it: it is closing and no longer listed
 	// mark is the monotonic ns at which the current command began: the
 	// end of the previous one, or the moment its batch was read (Mark).
 	mark int64
