@@ -15,7 +15,7 @@ type Record struct {
 
 func (s *shard) recordLocked(i uint32) Record {
 	e := s.slab[i]
-	r := Record{Key: s.keys[i], Kind: e.kind, Deadline: e.deadline, A: e.a, B: e.b, C: e.c}
+	r := Record{Key: string(s.keyLocked(i)), Kind: e.kind, Deadline: e.deadline, A: e.a, B: e.b, C: e.c}
 	if e.kind == KindLog {
 		r.Log = append([]int64(nil), s.logs[e.b]...)
 		r.B = 0
@@ -100,10 +100,10 @@ func (e *Engine) Dump(now int64, fn func(Record)) {
 // afterwards.
 func (e *Engine) Restore(r Record, now int64) bool {
 	key := []byte(r.Key)
-	s := e.shardOf(key)
+	s, h := e.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.index[r.Key]
+	i, ok := s.findLocked(h, key)
 	if r.Kind == KindNone || now >= r.Deadline {
 		if ok {
 			track := s.track
@@ -124,7 +124,7 @@ func (e *Engine) Restore(r Record, now int64) bool {
 	}
 	track := s.track
 	s.track = false
-	s.putLocked(i, ok, key, en)
+	s.putLocked(i, ok, h, key, en)
 	s.track = track
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync"
+	"unsafe"
 )
 
 // Kind is the algorithm a key holds. A key holds one kind for its life;
@@ -53,20 +54,26 @@ const never = int64(1<<63 - 1)
 type entry struct {
 	deadline int64
 	a, b, c  int64
+	keyOff   uint32 // the key's bytes: arena[keyOff : keyOff+keyLen]
+	keyLen   uint32
+	tag      uint32 // low 32 bits of the key's hash: its slot in the table
 	kind     Kind
 	dirty    bool // changed since the last Changes call (only while tracking)
 }
 
 func (e *entry) alive(now int64) bool { return now < e.deadline }
 
-// shard is one slice of the keyspace. Keys map to indexes in a slab of
-// entries, so updating an existing key neither allocates nor rehashes.
+// shard is one slice of the keyspace: a table (table.go) from keys to
+// indexes in a slab of entries, so updating an existing key neither
+// allocates nor rehashes.
 type shard struct {
-	mu    sync.Mutex
-	index map[string]uint32
-	slab  []entry
-	keys  []string // slab index -> key, for sweeping and compaction
-	free  []uint32
+	mu      sync.Mutex
+	slots   []uint64 // the key table
+	count   int      // keys in the table
+	arena   []byte   // key bytes
+	garbage int      // arena bytes of removed keys
+	slab    []entry
+	free    []uint32
 	// logs holds RL.LOG entries by slot (entry.b); logFree lists free slots.
 	logs    [][]int64
 	logFree []int64
@@ -81,12 +88,12 @@ type shard struct {
 	_       [64]byte
 }
 
-func newShard() *shard { return &shard{index: make(map[string]uint32)} }
+func newShard() *shard { return &shard{} }
 
-// lookupLocked returns the slab index of a live key, dropping it first if
-// it has expired (lazy expiry).
-func (s *shard) lookupLocked(key []byte, now int64) (uint32, bool) {
-	i, ok := s.index[string(key)]
+// lookupLocked returns the slab index of a live key (hash h), dropping it
+// first if it has expired (lazy expiry).
+func (s *shard) lookupLocked(h uint64, key []byte, now int64) (uint32, bool) {
+	i, ok := s.findLocked(h, key)
 	if !ok {
 		return 0, false
 	}
@@ -97,22 +104,21 @@ func (s *shard) lookupLocked(key []byte, now int64) (uint32, bool) {
 	return i, true
 }
 
-func (s *shard) insertLocked(key []byte, e entry) uint32 {
-	k := string(key)
+func (s *shard) insertLocked(h uint64, key []byte, e entry) uint32 {
+	e.keyOff, e.keyLen, e.tag = uint32(len(s.arena)), uint32(len(key)), uint32(h)
+	s.arena = append(s.arena, key...)
 	var i uint32
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
 		s.free = s.free[:n-1]
 		s.slab[i] = e
-		s.keys[i] = k
 	} else {
 		i = uint32(len(s.slab))
 		s.slab = append(s.slab, e)
-		s.keys = append(s.keys, k)
 	}
-	s.index[k] = i
-	if n := len(s.index); n > s.peak {
-		s.peak = n
+	s.placeLocked(e.tag, i)
+	if s.count > s.peak {
+		s.peak = s.count
 	}
 	return i
 }
@@ -120,14 +126,16 @@ func (s *shard) insertLocked(key []byte, e entry) uint32 {
 // putLocked stores e at slot i (exists) or at a new slot for key, and
 // returns the slot. It frees a log the new state no longer uses and marks
 // the slot changed.
-func (s *shard) putLocked(i uint32, exists bool, key []byte, e entry) uint32 {
+func (s *shard) putLocked(i uint32, exists bool, h uint64, key []byte, e entry) uint32 {
 	if exists {
-		if old := s.slab[i]; old.kind == KindLog && (e.kind != KindLog || e.b != old.b) {
+		old := s.slab[i]
+		if old.kind == KindLog && (e.kind != KindLog || e.b != old.b) {
 			s.freeLogLocked(old.b)
 		}
+		e.keyOff, e.keyLen, e.tag = old.keyOff, old.keyLen, old.tag
 		s.slab[i] = e
 	} else {
-		i = s.insertLocked(key, e)
+		i = s.insertLocked(h, key, e)
 	}
 	if s.track && !s.slab[i].dirty {
 		s.slab[i].dirty = true
@@ -141,36 +149,45 @@ func (s *shard) removeLocked(i uint32) {
 		s.freeLogLocked(s.slab[i].b)
 	}
 	if s.track {
-		s.deleted = append(s.deleted, s.keys[i])
+		s.deleted = append(s.deleted, string(s.keyLocked(i)))
 	}
-	delete(s.index, s.keys[i])
-	s.keys[i] = ""
+	s.unplaceLocked(s.slab[i].tag, i)
+	s.garbage += int(s.slab[i].keyLen)
 	s.slab[i] = entry{}
 	s.free = append(s.free, i)
 }
 
-// compactLocked rebuilds the index and slab when most of what they hold is
-// free, so memory comes back after traffic stops (Go maps never shrink).
+// compactLocked rebuilds the table, slab and arena when most of what they
+// hold is free or garbage, so memory comes back after traffic stops.
 func (s *shard) compactLocked() {
-	n := len(s.index)
-	if s.peak < 1024 || n > s.peak/4 {
+	n := s.count
+	sparse := s.peak >= 1024 && n <= s.peak/4
+	wasteful := s.garbage >= 64<<10 && s.garbage > len(s.arena)/2
+	if !sparse && !wasteful {
 		return
 	}
-	index := make(map[string]uint32, n)
 	slab := make([]entry, 0, n)
-	keys := make([]string, 0, n)
+	arena := make([]byte, 0, len(s.arena)-s.garbage)
 	var logs [][]int64
-	for k, i := range s.index {
+	for i := range s.slab {
 		e := s.slab[i]
+		if e.kind == KindNone {
+			continue
+		}
 		if e.kind == KindLog {
 			logs = append(logs, s.logs[e.b])
 			e.b = int64(len(logs) - 1)
 		}
-		index[k] = uint32(len(slab))
+		key := s.arena[e.keyOff : e.keyOff+e.keyLen]
+		e.keyOff = uint32(len(arena))
+		arena = append(arena, key...)
 		slab = append(slab, e)
-		keys = append(keys, k)
 	}
-	s.index, s.slab, s.keys, s.free, s.peak = index, slab, keys, nil, n
+	s.slab, s.arena, s.garbage, s.free, s.peak = slab, arena, 0, nil, n
+	s.slots, s.count = make([]uint64, slotsFor(n)), 0
+	for i := range s.slab {
+		s.placeLocked(s.slab[i].tag, uint32(i))
+	}
 	s.logs, s.logFree = logs, nil
 	if s.track {
 		s.dirty = s.dirty[:0]
@@ -224,8 +241,11 @@ func New(n int) *Engine {
 // Shards returns the number of shards.
 func (e *Engine) Shards() int { return len(e.shards) }
 
-func (e *Engine) shardOf(key []byte) *shard {
-	return e.shards[maphash.Bytes(e.seed, key)&e.mask]
+// shardOf returns key's shard and hash: the hash's top bits pick the
+// shard, its low 32 bits the slot in the shard's table.
+func (e *Engine) shardOf(key []byte) (*shard, uint64) {
+	h := maphash.Bytes(e.seed, key)
+	return e.shards[(h>>32)&e.mask], h
 }
 
 // Store returns a handle whose every operation locks the shard it needs.
@@ -271,10 +291,10 @@ func (st Store) unlock(s *shard) {
 // outcome. Errors: ErrWrongType (nothing changed), ErrExpire (the TAT was
 // stored without expiry, as redis-cell on Redis 7 leaves it).
 func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, error) {
-	s := st.e.shardOf(key)
+	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(key, now)
+	i, ok := s.lookupLocked(h, key, now)
 	var tat uint64
 	if ok {
 		if s.slab[i].kind != KindThrottle {
@@ -284,7 +304,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	}
 	d, err := g.Decide(tat, ok, now, q)
 	if d.Write {
-		s.putLocked(i, ok, key, entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)})
+		s.putLocked(i, ok, h, key, entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)})
 	}
 	return d.Result, err
 }
@@ -303,10 +323,10 @@ func throttleDeadline(now, ttlMs int64) int64 {
 // GetThrottle returns the TAT stored at a CL.THROTTLE key. found is false
 // for a missing key; ErrWrongType for an RL.* key.
 func (st Store) GetThrottle(key []byte, now int64) (tat uint64, found bool, err error) {
-	s := st.e.shardOf(key)
+	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(key, now)
+	i, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return 0, false, nil
 	}
@@ -331,10 +351,10 @@ const (
 // keepTTL keeps the key's current deadline. It reports whether the value
 // was written (NX/XX may refuse).
 func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool, cond SetCondition, now int64) bool {
-	s := st.e.shardOf(key)
+	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(key, now)
+	i, ok := s.lookupLocked(h, key, now)
 	if (cond == SetIfMissing && ok) || (cond == SetIfExists && !ok) {
 		return false
 	}
@@ -345,16 +365,16 @@ func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool
 	if ok && keepTTL {
 		e.deadline = s.slab[i].deadline
 	}
-	s.putLocked(i, ok, key, e)
+	s.putLocked(i, ok, h, key, e)
 	return true
 }
 
 // Delete removes key and reports whether it existed.
 func (st Store) Delete(key []byte, now int64) bool {
-	s := st.e.shardOf(key)
+	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(key, now)
+	i, ok := s.lookupLocked(h, key, now)
 	if ok {
 		s.removeLocked(i)
 	}
@@ -363,10 +383,10 @@ func (st Store) Delete(key []byte, now int64) bool {
 
 // Type returns the kind of key, KindNone if it does not exist.
 func (st Store) Type(key []byte, now int64) Kind {
-	s := st.e.shardOf(key)
+	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(key, now)
+	i, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return KindNone
 	}
@@ -378,10 +398,10 @@ func (st Store) Type(key []byte, now int64) Kind {
 // Redis's expire_ms - now_ms; for RL.* keys it is reset_after_ms, the time
 // until the state is fresh, rounded up.
 func (st Store) PTTL(key []byte, now int64) int64 {
-	s := st.e.shardOf(key)
+	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(key, now)
+	i, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return -2
 	}
@@ -407,15 +427,16 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // MemoryUsage estimates the bytes key occupies (MEMORY USAGE): key bytes,
 // its index slot and its state. 0 and false for a missing key.
 func (st Store) MemoryUsage(key []byte, now int64) (int64, bool) {
-	s := st.e.shardOf(key)
+	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(key, now)
+	i, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return 0, false
 	}
-	const perKey = 16 + 4 + 8 + 16 + 40 // key header, index value, map slot overhead, key slice, entry
-	n := int64(len(key)) + perKey
+	// The key's bytes, its entry, and its table slot (8 bytes at the
+	// table's average load of 1/2).
+	n := int64(len(key)) + int64(unsafe.Sizeof(entry{})) + 16
 	if e := s.slab[i]; e.kind == KindLog {
 		n += 24 + 8*int64(cap(s.logs[e.b]))
 	}
@@ -428,7 +449,7 @@ func (st Store) Len() int {
 	n := 0
 	for _, s := range st.e.shards {
 		st.lock(s)
-		n += len(s.index)
+		n += s.count
 		st.unlock(s)
 	}
 	return n
@@ -438,7 +459,7 @@ func (st Store) Len() int {
 func (st Store) Flush() {
 	for _, s := range st.e.shards {
 		st.lock(s)
-		s.index, s.slab, s.keys, s.free, s.peak = make(map[string]uint32), nil, nil, nil, 0
+		s.slots, s.count, s.arena, s.garbage, s.slab, s.free, s.peak = nil, 0, nil, 0, nil, nil, 0
 		s.logs, s.logFree = nil, nil
 		if s.track {
 			s.dirty, s.deleted, s.flushed = s.dirty[:0], nil, true
@@ -459,9 +480,9 @@ func (st Store) ScanShard(i int, now int64, fn func(KeyInfo)) {
 	s := st.e.shards[i]
 	st.lock(s)
 	defer st.unlock(s)
-	for k, idx := range s.index {
-		if e := s.slab[idx]; e.alive(now) {
-			fn(KeyInfo{Key: k, Kind: e.kind})
+	for i := range s.slab {
+		if e := s.slab[i]; e.kind != KindNone && e.alive(now) {
+			fn(KeyInfo{Key: string(s.keyLocked(uint32(i))), Kind: e.kind})
 		}
 	}
 }
@@ -493,7 +514,7 @@ func (st Store) ScanSlots(i, from, count int, now int64, fn func(KeyInfo)) int {
 		}
 		e := s.slab[j]
 		if e.kind != KindNone && e.alive(now) {
-			fn(KeyInfo{Key: s.keys[j], Kind: e.kind})
+			fn(KeyInfo{Key: string(s.keyLocked(uint32(j))), Kind: e.kind})
 			n++
 		}
 	}
@@ -505,10 +526,10 @@ func (st Store) ScanSlots(i, from, count int, now int64, fn func(KeyInfo)) int {
 // a cost-0 peek changes nothing visible, and a key whose state becomes
 // fresh is dropped. ErrWrongType if the key holds another kind.
 func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error) {
-	s := st.e.shardOf(key)
+	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(key, now)
+	i, ok := s.lookupLocked(h, key, now)
 	var cur state
 	if ok {
 		e := &s.slab[i]
@@ -535,7 +556,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 				cur.b = s.newLogLocked()
 			}
 			s.logs[cur.b] = entries
-			s.putLocked(i, ok, key, entry{kind: KindLog, a: total, b: cur.b, deadline: deadlineAfter(now, r.ResetAfter)})
+			s.putLocked(i, ok, h, key, entry{kind: KindLog, a: total, b: cur.b, deadline: deadlineAfter(now, r.ResetAfter)})
 			written = true
 		}
 	default:
@@ -549,7 +570,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 			next, r = bucketDecide(p, cur, now)
 		}
 		if next != cur { // an admission; rejections and peeks change nothing
-			s.putLocked(i, ok, key, entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)})
+			s.putLocked(i, ok, h, key, entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)})
 			written = true
 		}
 	}
