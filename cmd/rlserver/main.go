@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -20,7 +21,16 @@ import (
 	"github.com/rlserver/rlserver/server"
 )
 
+// defaultGCPercent is the garbage collector's target when GOGC is not set:
+// the keyspace (slots, slabs, key arenas) holds no pointers, so a
+// collection costs little and a low target keeps the resident memory close
+// to the live data (Go's default, 100, lets the heap reach twice it).
+const defaultGCPercent = 25
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
