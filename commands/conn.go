@@ -230,9 +230,9 @@ func (c *Client) info(s *Server, cur *Client) string {
 	if c.multi && c == cur {
 		flags = "x"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.ID, c.Addr, c.LAddr, c.name, int(now.Sub(c.created).Seconds()), (monoNow()-c.lastActive.Load())/1e9,
-		flags, multi, c.qbuf, orNULL(c.lastCmd.Load()), c.proto, c.libName, c.libVer)
+		flags, multi, orNULL(c.lastCmd.Load()), c.proto, c.libName, c.libVer)
 }
 
 func orNULL(s *string) string {

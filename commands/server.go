@@ -204,17 +204,18 @@ type Client struct {
 	Close           func()
 	closeAfterReply bool
 
-	mu      sync.Mutex // guards the fields below, read by CLIENT LIST
+	mu      sync.Mutex // guards name, libName, libVer (read by CLIENT LIST)
 	name    string
 	libName string
 	libVer  string
-	qbuf    int
 
 	// Read by CLIENT LIST from other goroutines, written on every command.
 	lastCmd    atomic.Pointer[string]
 	lastActive atomic.Int64 // monotonic ns (monoNow) of the last command's end
-	lastLookup *Command     // the top-level command this client sent last
-	killed     atomic.Bool  // CLIENT KILL took it: it is closing and no longer listed
+
+	// Used only by the connection's own goroutine.
+	lastLookup *Command    // the top-level command this client sent last
+	killed     atomic.Bool // CLIENT KILL took it: it is closing and no longer listed
 	// mark is the monotonic ns at which the current command began: the
 	// end of the previous one, or the moment its batch was read (Mark).
 	mark int64
@@ -262,13 +263,6 @@ func (c *Client) Proto() int { return c.proto }
 // CloseAfterReply reports whether the connection must be closed once the
 // pending replies are written.
 func (c *Client) CloseAfterReply() bool { return c.closeAfterReply }
-
-// SetQueryBuffer records the client's unparsed input size for CLIENT LIST.
-func (c *Client) SetQueryBuffer(n int) {
-	c.mu.Lock()
-	c.qbuf = n
-	c.mu.Unlock()
-}
 
 // Ctx is what a handler sees: the request, its client, the reply writer,
 // the clock reading for this command and the keyspace. Args (name
