@@ -76,6 +76,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address for Prometheus metrics (not available yet; setting it is an error)")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (loopback only, e.g. 127.0.0.1:6060; off when empty)")
+	fs.Usage = func() {
+		// Every flag with its default, the empty and zero ones too.
+		fmt.Fprintf(stderr, "Usage: rlserver [flags]\n\nFlags:\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			def := f.DefValue
+			if def == "" {
+				def = `""`
+			}
+			fmt.Fprintf(stderr, "  --%s\n    \t%s (default %s)\n", f.Name, f.Usage, def)
+		})
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -50,12 +50,13 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	require.ErrorIs(t, err, flag.ErrHelp)
 	for _, f := range []string{"bind", "port", "dir", "save-interval", "requirepass", "masterauth", "replicaof",
 		"maxclients", "timeout", "shards", "clock", "clock-start", "tls-cert", "tls-key", "log-level", "log-format", "metrics-addr"} {
-		require.Contains(t, stderr.String(), "  -"+f, "flag %s", f)
+		require.Contains(t, stderr.String(), "  --"+f+"\n", "flag %s", f)
 	}
-	require.Contains(t, stderr.String(), `(default "127.0.0.1")`)
-	require.Contains(t, stderr.String(), `(default 6379)`)
-	require.Contains(t, stderr.String(), `(default "./data")`)
-	require.Contains(t, stderr.String(), `(default 10000)`)
+	for _, def := range []string{"(default 127.0.0.1)", "(default 6379)", "(default ./data)", "(default 10000)",
+		"(default 1s)", "(default 0)", `(default "")`, "(default real)"} {
+		require.Contains(t, stderr.String(), def)
+	}
+	require.Equal(t, strings.Count(stderr.String(), "\n  --"), strings.Count(stderr.String(), "(default "), "every flag shows its default")
 }
 
 func TestLaterFeaturesFailLoudly(t *testing.T) {
