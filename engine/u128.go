@@ -36,8 +36,6 @@ func (a u128) sub(b u128) u128 {
 
 func (a u128) less(b u128) bool { return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo) }
 
-func (a u128) isZero() bool { return a.hi == 0 && a.lo == 0 }
-
 // divCeil returns ceil(a/d) for d > 0, saturated to uint64.
 func (a u128) divCeil(d uint64) uint64 {
 	q, r := a.divRem(d)
@@ -60,13 +58,8 @@ func (a u128) divRem(d uint64) (q, r uint64) {
 	return bits.Div64(a.hi, a.lo, d)
 }
 
-// mulDivCeil returns ceil(a*m/d) (d > 0), saturating at the u128 maximum.
-func (a u128) mulDivCeil(m, d uint64) u128 {
-	q, _ := a.mulDivCeilOK(m, d)
-	return q
-}
-
-// mulDivCeilOK is mulDivCeil that also reports saturation.
+// mulDivCeilOK returns ceil(a*m/d) (d > 0), or the u128 maximum and true
+// when the result does not fit.
 func (a u128) mulDivCeilOK(m, d uint64) (u128, bool) {
 	// 192-bit product p2:p1:p0.
 	h1, p0 := bits.Mul64(a.lo, m)

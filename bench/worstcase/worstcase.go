@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"time"
 
@@ -272,25 +271,4 @@ func StartInProcess() (string, func(), error) {
 		defer cancel()
 		s.Close(ctx)
 	}, nil
-}
-
-// sortedAlgorithms returns algorithm names in table order.
-func sortedAlgorithms(rows []Row) []string {
-	seen := map[string]int{}
-	for i, a := range Algorithms {
-		seen[a.Name] = i
-	}
-	var names []string
-	for _, r := range rows {
-		if _, ok := seen[r.Algorithm]; ok {
-			names = append(names, r.Algorithm)
-			delete(seen, r.Algorithm)
-		}
-	}
-	order := map[string]int{}
-	for i, a := range Algorithms {
-		order[a.Name] = i
-	}
-	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
-	return names
 }

@@ -10,6 +10,7 @@ package rltest
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ func Start(t testing.TB, opts ...Option) *server.Server {
 		t.Fatalf("start server: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := contextWithTimeout(5 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.Close(ctx); err != nil {
 			t.Errorf("close server: %v", err)
