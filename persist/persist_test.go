@@ -1,16 +1,15 @@
 package persist
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -160,8 +159,8 @@ func TestDamagedStoreIsRefused(t *testing.T) {
 // counted, and the changes are written by the next snapshot that works.
 func TestInjectedIOErrors(t *testing.T) {
 	mem := vfs.NewMem()
-	toggle := &errorfs.Toggle{Injector: errorfs.ErrInjected}
-	fs := errorfs.Wrap(mem, errorfs.Any(toggleWrites{toggle}))
+	toggle := &faultfs.Writes{}
+	fs := toggle.Wrap(mem)
 	st := openMem(t, fs)
 	e := engine.New(4)
 	clk := clock.NewManual(t0)
@@ -199,16 +198,3 @@ func TestInjectedIOErrors(t *testing.T) {
 	e2, _ := reload(t, mem, t0)
 	require.Equal(t, want, dump(e2, t0))
 }
-
-// toggleWrites injects the toggle's error into write operations only.
-type toggleWrites struct{ t *errorfs.Toggle }
-
-func (w toggleWrites) String() string { return "writes" }
-func (w toggleWrites) MaybeError(op errorfs.Op) error {
-	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
-		return nil
-	}
-	return w.t.MaybeError(op)
-}
-
-var _ = errors.Is

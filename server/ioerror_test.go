@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/faultfs"
 	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
@@ -34,22 +34,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-type writesOnly struct{ t *errorfs.Toggle }
-
-func (w writesOnly) String() string { return "writes" }
-func (w writesOnly) MaybeError(op errorfs.Op) error {
-	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
-		return nil
-	}
-	return w.t.MaybeError(op)
-}
-
 // TestInjectedWriteErrors: with the disk failing every write, SAVE answers
 // an error, the failure is logged and counted in INFO, the server keeps
 // deciding requests, and nothing panics.
 func TestInjectedWriteErrors(t *testing.T) {
-	toggle := &errorfs.Toggle{Injector: errorfs.ErrInjected}
-	fs := errorfs.Wrap(vfs.NewMem(), writesOnly{toggle})
+	toggle := &faultfs.Writes{}
+	fs := toggle.Wrap(vfs.NewMem())
 	var logs syncBuffer
 	s, err := server.Start(server.Options{
 		Config: commands.Config{Bind: "127.0.0.1", Dir: "/data", SaveInterval: 20 * time.Millisecond, Shards: 4,
@@ -77,9 +67,9 @@ func TestInjectedWriteErrors(t *testing.T) {
 // TestWriteErrorsRetried: once the disk works again, the next snapshot
 // writes what the failed ones could not.
 func TestWriteErrorsRetried(t *testing.T) {
-	toggle := &errorfs.Toggle{Injector: errorfs.ErrInjected}
+	toggle := &faultfs.Writes{}
 	mem := vfs.NewMem()
-	fs := errorfs.Wrap(mem, writesOnly{toggle})
+	fs := toggle.Wrap(mem)
 	opts := server.Options{
 		Config: commands.Config{Bind: "127.0.0.1", Dir: "/data", SaveInterval: time.Hour, Shards: 4,
 			ClockMode: "manual", MaxClients: 10, Limits: commands.DefaultLimits},
