@@ -108,12 +108,17 @@ func (rep *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("Limit 10 per 1000 ms (RL.BUCKET: capacity 10, 10 per 1 s; CL.THROTTLE: max_burst 9, 10 per 1 s). " +
 		"\"peak\" is the most admissions in any half-open 1000 ms interval.\n\n")
-	b.WriteString("| algorithm | A boundary burst (admitted / peak) | B flood | C compliant | D back-loaded |\n|---|---|---|---|---|\n")
+	b.WriteString("Streams A-D: admitted / peak (peak as a multiple of the limit).\n\n")
+	b.WriteString("| algorithm |")
+	for _, f := range SpecStreams() {
+		fmt.Fprintf(&b, " %s (%d requests) |", f.Name, len(f.Streams[0].Times))
+	}
+	b.WriteString("\n|---|---|---|---|---|\n")
 	for _, a := range Algorithms {
 		fmt.Fprintf(&b, "| %s |", a.Name)
 		for _, s := range []string{"A", "B", "C", "D"} {
 			r := rep.Spec[a.Name][s]
-			fmt.Fprintf(&b, " %d / %d |", r.Admitted, r.Peak)
+			fmt.Fprintf(&b, " %d / %d (%s) |", r.Admitted, r.Peak, times(r.Peak))
 		}
 		b.WriteString("\n")
 	}
