@@ -1,9 +1,12 @@
 package persist
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -197,4 +200,58 @@ func TestInjectedIOErrors(t *testing.T) {
 	require.NoError(t, st.Close())
 	e2, _ := reload(t, mem, t0)
 	require.Equal(t, want, dump(e2, t0))
+}
+
+// TestLoadLogsProgress: a long load reports keys, rate and time left.
+func TestLoadLogsProgress(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	e := engine.New(4)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	fill(t, e, 20_000, t0)
+	require.NoError(t, snap.Save())
+	require.NoError(t, st.Close())
+
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 0 // every 4096 records, instead of every second
+	var logs bytes.Buffer
+	st = openMem(t, fs)
+	defer st.Close()
+	held, expired, err := LoadEngine(st, engine.New(4), t0, slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	require.Equal(t, 20_000, held)
+	require.Zero(t, expired)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 4, logs.String()) // at 4096, 8192, 12288, 16384 records
+	require.Contains(t, lines[0], "msg=loading keys=4096 of_about=20000 keys_per_sec=")
+	require.Contains(t, lines[0], "time_left=")
+}
+
+// TestExpiredKeysLeaveTheStore: a key removed by the expiry sweep is
+// deleted from the store by the next snapshot.
+func TestExpiredKeysLeaveTheStore(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	e := engine.New(2)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	_, err := e.Store().Limit(engine.KindFixed, []byte("short"), engine.Params{Limit: 5, Window: 1e9, Cost: 1}, t0)
+	require.NoError(t, err)
+	_, err = e.Store().Limit(engine.KindFixed, []byte("long"), engine.Params{Limit: 5, Window: 3600e9, Cost: 1}, t0)
+	require.NoError(t, err)
+	require.NoError(t, snap.Save())
+	require.Equal(t, int64(2), snap.Info().LastRecords)
+
+	require.Equal(t, 1, e.Sweep(t0+2e9).Expired)
+	require.NoError(t, snap.Save())
+	require.Equal(t, int64(1), snap.Info().LastRecords, "the deletion")
+	require.NoError(t, st.Close())
+
+	db, err := pebble.Open("/data", &pebble.Options{FS: fs, ReadOnly: true})
+	require.NoError(t, err)
+	defer db.Close()
+	_, _, err = db.Get([]byte("kshort"))
+	require.ErrorIs(t, err, pebble.ErrNotFound)
+	_, closer, err := db.Get([]byte("klong"))
+	require.NoError(t, err)
+	closer.Close()
 }

@@ -185,13 +185,16 @@ func (s *Store) KeysHint() int {
 	return n
 }
 
+// progressEvery is how often a long load logs its progress.
+var progressEvery = time.Second
+
 // LoadEngine restores every record into e, dropping the ones expired at
 // now, and logs progress every second for large stores (keys loaded,
 // rate, time left). It returns the keys held and the records dropped.
 func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held, expired int, err error) {
 	total := st.KeysHint()
 	start := time.Now()
-	next := start.Add(time.Second)
+	next := start.Add(progressEvery)
 	err = st.Load(func(r engine.Record) {
 		if e.Restore(r, now) {
 			held++
@@ -199,7 +202,7 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 			expired++
 		}
 		if n := held + expired; n%4096 == 0 && log != nil && time.Now().After(next) {
-			next = time.Now().Add(time.Second)
+			next = time.Now().Add(progressEvery)
 			el := time.Since(start)
 			rate := float64(n) / el.Seconds()
 			left := "unknown"
