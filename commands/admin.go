@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
 )
 
 func cmdTime(x *Ctx) {
@@ -368,12 +369,14 @@ func cmdInfo(x *Ctx) {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		x.S.writeInfoSection(&b, sec, x.Now)
+		x.S.writeInfoSection(&b, sec, x.Now, x.Store)
 	}
 	x.W.Verbatim(b.String())
 }
 
-func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64) {
+// writeInfoSection writes one INFO section. It reads the keyspace through
+// st, the command's store: inside EXEC every shard is already locked.
+func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st engine.Store) {
 	line := func(k string, v any) { fmt.Fprintf(b, "%s:%v\r\n", k, v) }
 	cfg := s.Config()
 	switch sec {
@@ -495,7 +498,7 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64) {
 		}
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
-		if n := s.Engine.Store().Len(); n > 0 {
+		if n := st.Len(); n > 0 {
 			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", n, n)
 		}
 	}

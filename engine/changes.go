@@ -54,6 +54,7 @@ func (e *Engine) Changes(fn func(Record)) (flushed bool) {
 				recs = append(recs, s.recordLocked(i))
 			}
 		}
+		s.pending.Add(-int64(len(s.deleted) + len(s.dirty)))
 		s.deleted, s.dirty, s.flushed = nil, s.dirty[:0], false
 		s.mu.Unlock()
 		for _, r := range recs {
@@ -65,15 +66,9 @@ func (e *Engine) Changes(fn func(Record)) (flushed bool) {
 
 // PendingChanges counts the changes Changes would report now (a key
 // changed several times counts once; deletions count each).
-func (e *Engine) PendingChanges() int {
-	n := 0
-	for _, s := range e.shards {
-		s.mu.Lock()
-		n += len(s.dirty) + len(s.deleted)
-		s.mu.Unlock()
-	}
-	return n
-}
+// It takes no lock (a counter kept as changes are tracked), so it may be
+// called while shards are locked (INFO inside EXEC).
+func (e *Engine) PendingChanges() int { return int(e.pending.Load()) }
 
 // Dump passes fn the record of every live key (a full snapshot or a full
 // resynchronisation), shard by shard.

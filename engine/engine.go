@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -81,6 +82,7 @@ type shard struct {
 	// changed and keys deleted since the last Changes call, and whether
 	// the shard was flushed meanwhile.
 	track   bool
+	pending *atomic.Int64 // the engine's count of len(dirty)+len(deleted) over all shards
 	dirty   []uint32
 	deleted []string
 	flushed bool
@@ -140,6 +142,7 @@ func (s *shard) putLocked(i uint32, exists bool, h uint64, key []byte, e entry) 
 	if s.track && !s.slab[i].dirty {
 		s.slab[i].dirty = true
 		s.dirty = append(s.dirty, i)
+		s.pending.Add(1)
 	}
 	return i
 }
@@ -150,6 +153,7 @@ func (s *shard) removeLocked(i uint32) {
 	}
 	if s.track {
 		s.deleted = append(s.deleted, string(s.keyLocked(i)))
+		s.pending.Add(1)
 	}
 	s.unplaceLocked(s.slab[i].tag, i)
 	s.garbage += int(s.slab[i].keyLen)
@@ -190,12 +194,14 @@ func (s *shard) compactLocked() {
 	}
 	s.logs, s.logFree = logs, nil
 	if s.track {
+		before := len(s.dirty)
 		s.dirty = s.dirty[:0]
 		for i := range s.slab {
 			if s.slab[i].dirty {
 				s.dirty = append(s.dirty, uint32(i))
 			}
 		}
+		s.pending.Add(int64(len(s.dirty) - before))
 	}
 }
 
@@ -221,6 +227,8 @@ type Engine struct {
 	mask   uint64
 	seed   maphash.Seed
 	sweep  sweeper // used only by Sweep, which must not run concurrently with itself
+	// pending counts tracked changes not yet taken by Changes (all shards).
+	pending atomic.Int64
 }
 
 // New returns an engine with n shards; n is rounded up to a power of two
@@ -234,6 +242,7 @@ func New(n int) *Engine {
 	e.sweep.cursor = make([]int, n)
 	for i := range e.shards {
 		e.shards[i] = newShard()
+		e.shards[i].pending = &e.pending
 	}
 	return e
 }
@@ -462,6 +471,7 @@ func (st Store) Flush() {
 		s.slots, s.count, s.arena, s.garbage, s.slab, s.free, s.peak = nil, 0, nil, 0, nil, nil, 0
 		s.logs, s.logFree = nil, nil
 		if s.track {
+			s.pending.Add(-int64(len(s.dirty) + len(s.deleted)))
 			s.dirty, s.deleted, s.flushed = s.dirty[:0], nil, true
 		}
 		st.unlock(s)
