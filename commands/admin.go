@@ -414,11 +414,17 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st 
 	case "memory":
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
+		ks := st.Memory()
+		used := m.HeapAlloc + uint64(ks.Held)
 		b.WriteString("# Memory\r\n")
-		line("used_memory", m.HeapAlloc)
-		line("used_memory_human", humanBytes(m.HeapAlloc))
+		line("used_memory", used)
+		line("used_memory_human", humanBytes(used))
 		line("used_memory_rss", rssBytes())
-		line("used_memory_peak", m.HeapSys)
+		line("used_memory_peak", m.HeapSys+uint64(ks.Held))
+		// The keyspace lives outside the Go heap (engine/mem.go).
+		line("keyspace_bytes", ks.Held)
+		line("keyspace_records_bytes", ks.Records)
+		line("keyspace_garbage_bytes", ks.Garbage)
 		line("total_system_memory", totalMemory())
 		line("mem_allocator", "go")
 		line("go_heap_objects", m.HeapObjects)

@@ -185,10 +185,10 @@ func cmdKeys(x *Ctx) {
 }
 
 // cmdScan iterates the keyspace: SCAN cursor [MATCH p] [COUNT n] [TYPE t].
-// The cursor is a shard index in its high bits and a slot within the
-// shard's slab in its low 40 bits; a key present for the whole iteration is
-// returned at least once (unless its shard was compacted meanwhile, which
-// happens only after the shard lost three quarters of its keys).
+// The cursor is a shard index in its high bits and a position within the
+// shard (engine.ScanSlots) in its low bits; a key present for the whole
+// iteration is returned at least once (more than once if its shard was
+// compacted meanwhile).
 func cmdScan(x *Ctx) {
 	cursor, err := strconv.ParseUint(string(x.Args[1]), 10, 64)
 	if err != nil {
@@ -224,8 +224,8 @@ func cmdScan(x *Ctx) {
 			return
 		}
 	}
-	const slotBits = 40
-	shard, slot := int(cursor>>slotBits), int(cursor&(1<<slotBits-1))
+	const slotBits = engine.ScanPosBits
+	shard, slot := int(cursor>>slotBits), int64(cursor&(1<<slotBits-1))
 	var keys []string
 	for shard < x.S.Engine.Shards() && len(keys) < count {
 		next := x.Store.ScanSlots(shard, slot, count-len(keys), x.Now, func(k engine.KeyInfo) {

@@ -13,12 +13,12 @@ type Record struct {
 	Log      []int64
 }
 
-func (s *shard) recordLocked(i uint32) Record {
-	e := s.slab[i]
-	r := Record{Key: string(s.keyLocked(i)), Kind: e.kind, Deadline: e.deadline, A: e.a, B: e.b, C: e.c}
+// recordOf turns a parsed record into the Record persistence carries.
+func recordOf(p parsed) Record {
+	e := p.e
+	r := Record{Key: string(p.key), Kind: e.kind, Deadline: e.deadline, A: e.a, B: e.b, C: e.c}
 	if e.kind == KindLog {
-		r.Log = append([]int64(nil), s.logs[e.b]...)
-		r.B = 0
+		r.Log = decodeRuns(nil, uint64(e.deadline), p.runs)
 	}
 	return r
 }
@@ -48,14 +48,15 @@ func (e *Engine) Changes(fn func(Record)) (flushed bool) {
 		for _, k := range s.deleted {
 			recs = append(recs, Record{Key: k})
 		}
-		for _, i := range s.dirty {
-			if int(i) < len(s.slab) && s.slab[i].dirty {
-				s.slab[i].dirty = false
-				recs = append(recs, s.recordLocked(i))
+		for _, off := range s.dirty {
+			// An offset whose record moved or went is dead or clean by now.
+			if off < len(s.data) && s.data[off]&(hdrDirty|hdrDead) == hdrDirty {
+				s.data[off] &^= hdrDirty
+				recs = append(recs, recordOf(parseRecord(s.data, off)))
 			}
 		}
-		s.pending.Add(-int64(len(s.deleted) + len(s.dirty)))
-		s.deleted, s.dirty, s.flushed = nil, s.dirty[:0], false
+		s.pending.Add(-s.nPending)
+		s.deleted, s.dirty, s.nPending, s.flushed = nil, s.dirty[:0], 0, false
 		s.mu.Unlock()
 		for _, r := range recs {
 			fn(r)
@@ -77,10 +78,12 @@ func (e *Engine) Dump(now int64, fn func(Record)) {
 	for _, s := range e.shards {
 		recs = recs[:0]
 		s.mu.Lock()
-		for i := range s.slab {
-			if s.slab[i].kind != KindNone && s.slab[i].alive(now) {
-				recs = append(recs, s.recordLocked(uint32(i)))
+		for off := 0; off < len(s.data); {
+			p := parseRecord(s.data, off)
+			if p.hdr&hdrDead == 0 && p.e.alive(now) {
+				recs = append(recs, recordOf(p))
 			}
+			off = p.end
 		}
 		s.mu.Unlock()
 		for _, r := range recs {
@@ -98,28 +101,20 @@ func (e *Engine) Restore(r Record, now int64) bool {
 	s, h := e.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.findLocked(h, key)
+	off, ok := s.findLocked(h, key)
+	track := s.track
+	s.track = false // applying a record is not a change of ours
+	defer func() { s.track = track }()
 	if r.Kind == KindNone || now >= r.Deadline {
 		if ok {
-			track := s.track
-			s.track = false // applying a deletion is not a change of ours
-			s.removeLocked(i)
-			s.track = track
+			s.removeLocked(off, tagOf(h))
 		}
 		return false
 	}
 	en := entry{kind: r.Kind, deadline: r.Deadline, a: r.A, b: r.B, c: r.C}
 	if r.Kind == KindLog {
-		if ok && s.slab[i].kind == KindLog {
-			en.b = s.slab[i].b
-		} else {
-			en.b = s.newLogLocked()
-		}
-		s.logs[en.b] = append([]int64(nil), r.Log...)
+		en.b, en.c = 0, 0
 	}
-	track := s.track
-	s.track = false
-	s.putLocked(i, ok, h, key, en)
-	s.track = track
+	s.putLocked(off, ok, h, key, en, r.Log)
 	return true
 }

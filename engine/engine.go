@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Kind is the algorithm a key holds. A key holds one kind for its life;
@@ -48,176 +47,233 @@ var ErrWrongType = errors.New("engine: wrong kind of value")
 // never is the deadline of a key without expiry.
 const never = int64(1<<63 - 1)
 
-// entry is one key's state. deadline is the first Unix ns at which the key
-// no longer exists (alive iff now < deadline); a, b, c are the algorithm's
-// state words (CL.THROTTLE: a = TAT as uint64 bits; RL.LOG: a = units
-// held, b = slot of its log in the shard's logs).
-type entry struct {
-	deadline int64
-	a, b, c  int64
-	keyOff   uint32 // the key's bytes: arena[keyOff : keyOff+keyLen]
-	keyLen   uint32
-	tag      uint32 // low 32 bits of the key's hash: its slot in the table
-	kind     Kind
-	dirty    bool // changed since the last Changes call (only while tracking)
-}
-
-func (e *entry) alive(now int64) bool { return now < e.deadline }
-
 // shard is one slice of the keyspace: a table (table.go) from keys to
-// indexes in a slab of entries, so updating an existing key neither
-// allocates nor rehashes.
+// records in one data region (record.go). Records are appended; one that
+// changes size is appended anew and the old copy becomes garbage, so the
+// region is compacted when garbage outweighs what is live.
 type shard struct {
 	mu      sync.Mutex
-	slots   []uint64 // the key table
+	slots   []uint64 // the key table, a view of mem.slots
 	count   int      // keys in the table
-	arena   []byte   // key bytes
-	garbage int      // arena bytes of removed keys
-	slab    []entry
-	free    []uint32
-	// logs holds RL.LOG entries by slot (entry.b); logFree lists free slots.
-	logs    [][]int64
-	logFree []int64
-	// Change tracking for snapshots (only when track is set): slots
-	// changed and keys deleted since the last Changes call, and whether
-	// the shard was flushed meanwhile.
-	track   bool
-	pending *atomic.Int64 // the engine's count of len(dirty)+len(deleted) over all shards
-	dirty   []uint32
-	deleted []string
-	flushed bool
-	peak    int // most keys held since the last compaction
-	_       [64]byte
+	data    []byte   // records; len is what is used, cap what is mapped
+	garbage int      // bytes of dead records in data
+	mem     *regions // the regions behind slots and data
+	seed    maphash.Seed
+	buf     []byte  // scratch: a record being encoded
+	words   []int64 // scratch: an RL.LOG log being decided
+	// Change tracking for snapshots (only when track is set): offsets of
+	// records marked dirty and keys deleted since the last Changes call,
+	// whether the shard was flushed meanwhile, and how many changes this
+	// shard added to the engine's pending count.
+	track    bool
+	pending  *atomic.Int64 // the engine's count of pending changes over all shards
+	dirty    []int
+	deleted  []string
+	nPending int64
+	flushed  bool
+	// epoch counts the times record offsets changed wholesale
+	// (compaction, flush); positions held outside the lock carry it.
+	epoch uint64
+	_     [64]byte
 }
 
-func newShard() *shard { return &shard{} }
+func newShard(seed maphash.Seed) *shard {
+	s := &shard{mem: &regions{}, seed: seed}
+	watchRegions(s)
+	return s
+}
 
-// lookupLocked returns the slab index of a live key (hash h), dropping it
-// first if it has expired (lazy expiry).
-func (s *shard) lookupLocked(h uint64, key []byte, now int64) (uint32, bool) {
-	i, ok := s.findLocked(h, key)
+// lookupLocked returns the record offset of a live key (hash h) and its
+// state, dropping it first if it has expired (lazy expiry).
+func (s *shard) lookupLocked(h uint64, key []byte, now int64) (int, entry, bool) {
+	off, ok := s.findLocked(h, key)
 	if !ok {
-		return 0, false
+		return 0, entry{}, false
 	}
-	if !s.slab[i].alive(now) {
-		s.removeLocked(i)
-		return 0, false
+	p := parseRecord(s.data, off)
+	if !p.e.alive(now) {
+		s.removeLocked(off, tagOf(h))
+		return 0, entry{}, false
 	}
-	return i, true
+	return off, p.e, true
 }
 
-func (s *shard) insertLocked(h uint64, key []byte, e entry) uint32 {
-	e.keyOff, e.keyLen, e.tag = uint32(len(s.arena)), uint32(len(key)), uint32(h)
-	s.arena = append(s.arena, key...)
-	var i uint32
-	if n := len(s.free); n > 0 {
-		i = s.free[n-1]
-		s.free = s.free[:n-1]
-		s.slab[i] = e
-	} else {
-		i = uint32(len(s.slab))
-		s.slab = append(s.slab, e)
-	}
-	s.placeLocked(e.tag, i)
-	if s.count > s.peak {
-		s.peak = s.count
-	}
-	return i
-}
-
-// putLocked stores e at slot i (exists) or at a new slot for key, and
-// returns the slot. It frees a log the new state no longer uses and marks
-// the slot changed.
-func (s *shard) putLocked(i uint32, exists bool, h uint64, key []byte, e entry) uint32 {
-	if exists {
-		old := s.slab[i]
-		if old.kind == KindLog && (e.kind != KindLog || e.b != old.b) {
-			s.freeLogLocked(old.b)
-		}
-		e.keyOff, e.keyLen, e.tag = old.keyOff, old.keyLen, old.tag
-		s.slab[i] = e
-	} else {
-		i = s.insertLocked(h, key, e)
-	}
-	if s.track && !s.slab[i].dirty {
-		s.slab[i].dirty = true
-		s.dirty = append(s.dirty, i)
-		s.pending.Add(1)
-	}
-	return i
-}
-
-func (s *shard) removeLocked(i uint32) {
-	if s.slab[i].kind == KindLog {
-		s.freeLogLocked(s.slab[i].b)
-	}
-	if s.track {
-		s.deleted = append(s.deleted, string(s.keyLocked(i)))
-		s.pending.Add(1)
-	}
-	s.unplaceLocked(s.slab[i].tag, i)
-	s.garbage += int(s.slab[i].keyLen)
-	s.slab[i] = entry{}
-	s.free = append(s.free, i)
-}
-
-// compactLocked rebuilds the table, slab and arena when most of what they
-// hold is free or garbage, so memory comes back after traffic stops.
-func (s *shard) compactLocked() {
-	n := s.count
-	sparse := s.peak >= 1024 && n <= s.peak/4
-	wasteful := s.garbage >= 64<<10 && s.garbage > len(s.arena)/2
-	if !sparse && !wasteful {
+// markDirtyLocked records that the record at off changed (when tracking).
+func (s *shard) markDirtyLocked(off int, wasDirty bool) {
+	if !s.track {
 		return
 	}
-	slab := make([]entry, 0, n)
-	arena := make([]byte, 0, len(s.arena)-s.garbage)
-	var logs [][]int64
-	for i := range s.slab {
-		e := s.slab[i]
-		if e.kind == KindNone {
+	s.data[off] |= hdrDirty
+	s.dirty = append(s.dirty, off)
+	if !wasDirty {
+		s.nPending++
+		s.pending.Add(1)
+	}
+}
+
+// putLocked stores state e (and RL.LOG's words) for key: over its record
+// at off when the key exists and the new record has the same size, else
+// as a new record. It marks the record changed and returns its offset.
+func (s *shard) putLocked(off int, exists bool, h uint64, key []byte, e entry, words []int64) int {
+	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, words)
+	if exists {
+		old := parseRecord(s.data, off)
+		wasDirty := old.hdr&hdrDirty != 0
+		if rec, ok := fillSlack(s.buf, old.end-off); ok {
+			s.buf = rec
+			copy(s.data[off:], rec)
+			if wasDirty {
+				s.data[off] |= hdrDirty
+			} else {
+				s.markDirtyLocked(off, false)
+			}
+			return off
+		}
+		s.buf = withSlack(s.buf, len(s.buf)/4)
+		if s.reserveLocked(len(s.buf)) { // compacted: the record moved
+			off, _ = s.findLocked(h, key)
+			old = parseRecord(s.data, off)
+		}
+		tag := tagOf(h)
+		p := s.slotIndexLocked(tag, off)
+		s.data[off] |= hdrDead
+		s.garbage += old.end - off
+		newOff := len(s.data)
+		s.data = append(s.data, s.buf...)
+		s.slots[p] = makeSlot(tag, newOff)
+		if wasDirty {
+			s.data[newOff] |= hdrDirty
+			if s.track {
+				s.dirty = append(s.dirty, newOff)
+			}
+		} else {
+			s.markDirtyLocked(newOff, false)
+		}
+		return newOff
+	}
+	s.buf = withSlack(s.buf, 0)
+	s.reserveLocked(len(s.buf))
+	off = len(s.data)
+	s.data = append(s.data, s.buf...)
+	s.placeLocked(tagOf(h), off)
+	s.markDirtyLocked(off, false)
+	return off
+}
+
+// removeLocked drops the record at off (hash tag tag).
+func (s *shard) removeLocked(off int, tag uint32) {
+	p := parseRecord(s.data, off)
+	if s.track {
+		if p.hdr&hdrDirty != 0 { // its write is superseded by the deletion
+			s.nPending--
+			s.pending.Add(-1)
+		}
+		s.deleted = append(s.deleted, string(p.key))
+		s.nPending++
+		s.pending.Add(1)
+	}
+	s.unplaceLocked(tag, off)
+	s.data[off] = (s.data[off] | hdrDead) &^ hdrDirty
+	s.garbage += p.end - off
+}
+
+// reserveLocked makes room for n more bytes in the data region, compacting
+// it instead of growing it when at least a quarter of it is garbage (so
+// garbage stays under a third of what is live, and compaction copies at
+// most three live bytes per byte of garbage it frees). It reports
+// whether it compacted (record offsets changed).
+func (s *shard) reserveLocked(n int) bool {
+	if len(s.data)+n <= cap(s.data) {
+		return false
+	}
+	if s.garbage*4 >= len(s.data) && s.garbage > 0 {
+		s.compactLocked(n)
+		return true
+	}
+	s.growLocked(max(2*cap(s.data), len(s.data)+n, 4096))
+	return false
+}
+
+// growLocked moves the data region to a new one of capacity c.
+func (s *shard) growLocked(c int) {
+	r := allocRegion(c)
+	copy(r, s.data)
+	old := s.mem.data
+	s.data, s.mem.data = r[:len(s.data)], r
+	freeRegion(old)
+}
+
+// compactLocked copies the live records to a fresh region with room for
+// extra more bytes, dropping garbage, and rebuilds the table at a load
+// between 1/4 and 1/2, so memory comes back after keys go.
+func (s *shard) compactLocked(extra int) {
+	live := len(s.data) - s.garbage
+	oldData, oldRegion := s.data, s.mem.data
+	oldSlots, oldSlotsRegion := s.slots, s.mem.slots
+	var data []byte
+	if c := live + extra; c > 0 {
+		r := allocRegion(max(c+c/2, 4096))
+		data, s.mem.data = r[:0], r
+	} else {
+		s.mem.data = nil
+	}
+	n := s.count
+	if n == 0 {
+		s.setSlots(0)
+	} else {
+		s.setSlots(slotsFor(n))
+	}
+	mask := uint64(len(s.slots) - 1)
+	if s.track {
+		s.dirty = s.dirty[:0]
+	}
+	for _, slot := range oldSlots {
+		if slot == 0 {
 			continue
 		}
-		if e.kind == KindLog {
-			logs = append(logs, s.logs[e.b])
-			e.b = int64(len(logs) - 1)
+		off := slotOff(slot)
+		end := parseRecord(oldData, off).end
+		newOff := len(data)
+		data = append(data, oldData[off:end]...)
+		if s.track && data[newOff]&hdrDirty != 0 {
+			s.dirty = append(s.dirty, newOff)
 		}
-		key := s.arena[e.keyOff : e.keyOff+e.keyLen]
-		e.keyOff = uint32(len(arena))
-		arena = append(arena, key...)
-		slab = append(slab, e)
-	}
-	s.slab, s.arena, s.garbage, s.free, s.peak = slab, arena, 0, nil, n
-	s.slots, s.count = make([]uint64, slotsFor(n)), 0
-	for i := range s.slab {
-		s.placeLocked(s.slab[i].tag, uint32(i))
-	}
-	s.logs, s.logFree = logs, nil
-	if s.track {
-		before := len(s.dirty)
-		s.dirty = s.dirty[:0]
-		for i := range s.slab {
-			if s.slab[i].dirty {
-				s.dirty = append(s.dirty, uint32(i))
-			}
+		tag := slotTag(slot)
+		p := uint64(tag) & mask
+		for s.slots[p] != 0 {
+			p = (p + 1) & mask
 		}
-		s.pending.Add(int64(len(s.dirty) - before))
+		s.slots[p] = makeSlot(tag, newOff)
+	}
+	s.data, s.garbage = data, 0
+	s.epoch++
+	freeRegion(oldRegion)
+	freeRegion(oldSlotsRegion)
+}
+
+// maybeCompactLocked compacts a shard whose region is mostly garbage or
+// whose table is mostly empty (the sweep calls it after expiring keys).
+func (s *shard) maybeCompactLocked() {
+	wasteful := s.garbage >= 4096 && s.garbage*4 >= len(s.data)
+	sparse := len(s.slots) > minSlots && s.count*8 < len(s.slots)
+	if wasteful || sparse {
+		s.compactLocked(0)
 	}
 }
 
-func (s *shard) newLogLocked() int64 {
-	if n := len(s.logFree); n > 0 {
-		slot := s.logFree[n-1]
-		s.logFree = s.logFree[:n-1]
-		return slot
+// keepWords keeps a log's backing array as the shard's scratch for the
+// next one, unless it is large (a huge log's memory goes back).
+func (s *shard) keepWords(w []int64) {
+	if c := cap(w); c > cap(s.words) && c <= 1<<16 {
+		s.words = w[:0:c]
 	}
-	s.logs = append(s.logs, nil)
-	return int64(len(s.logs) - 1)
 }
 
-func (s *shard) freeLogLocked(slot int64) {
-	s.logs[slot] = nil
-	s.logFree = append(s.logFree, slot)
+// logLocked decodes the log of the RL.LOG record at off into the shard's
+// scratch words.
+func (s *shard) logLocked(off int) []int64 {
+	p := parseRecord(s.data, off)
+	return decodeRuns(s.words[:0], uint64(p.e.deadline), p.runs)
 }
 
 // Engine is the sharded keyspace. It is safe for concurrent use; each
@@ -231,17 +287,20 @@ type Engine struct {
 	pending atomic.Int64
 }
 
+// MaxShards bounds the shard count: a SCAN cursor holds a shard index above
+// a ScanSlots position in 64 bits.
+const MaxShards = 1 << (64 - ScanPosBits)
+
 // New returns an engine with n shards; n is rounded up to a power of two
-// (at least 1).
+// (at least 1, at most MaxShards).
 func New(n int) *Engine {
-	if n < 1 {
-		n = 1
-	}
+	n = min(max(n, 1), MaxShards)
 	n = 1 << bits.Len(uint(n-1))
 	e := &Engine{shards: make([]*shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
 	e.sweep.cursor = make([]int, n)
+	e.sweep.epoch = make([]uint64, n)
 	for i := range e.shards {
-		e.shards[i] = newShard()
+		e.shards[i] = newShard(e.seed)
 		e.shards[i].pending = &e.pending
 	}
 	return e
@@ -249,6 +308,9 @@ func New(n int) *Engine {
 
 // Shards returns the number of shards.
 func (e *Engine) Shards() int { return len(e.shards) }
+
+// hash is the key's hash, as Engine.shardOf computes it.
+func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
 
 // shardOf returns key's shard and hash: the hash's top bits pick the
 // shard, its low 32 bits the slot in the shard's table.
@@ -303,17 +365,17 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(h, key, now)
+	off, cur, ok := s.lookupLocked(h, key, now)
 	var tat uint64
 	if ok {
-		if s.slab[i].kind != KindThrottle {
+		if cur.kind != KindThrottle {
 			return ThrottleResult{}, ErrWrongType
 		}
-		tat = uint64(s.slab[i].a)
+		tat = uint64(cur.a)
 	}
 	d, err := g.Decide(tat, ok, now, q)
 	if d.Write {
-		s.putLocked(i, ok, h, key, entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)})
+		s.putLocked(off, ok, h, key, entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)}, nil)
 	}
 	return d.Result, err
 }
@@ -335,14 +397,14 @@ func (st Store) GetThrottle(key []byte, now int64) (tat uint64, found bool, err 
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(h, key, now)
+	_, cur, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return 0, false, nil
 	}
-	if s.slab[i].kind != KindThrottle {
+	if cur.kind != KindThrottle {
 		return 0, true, ErrWrongType
 	}
-	return uint64(s.slab[i].a), true, nil
+	return uint64(cur.a), true, nil
 }
 
 // SetCondition restricts SetThrottle (SET's NX and XX).
@@ -363,7 +425,7 @@ func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(h, key, now)
+	off, cur, ok := s.lookupLocked(h, key, now)
 	if (cond == SetIfMissing && ok) || (cond == SetIfExists && !ok) {
 		return false
 	}
@@ -372,9 +434,9 @@ func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool
 	}
 	e := entry{kind: KindThrottle, a: int64(tat), deadline: deadline}
 	if ok && keepTTL {
-		e.deadline = s.slab[i].deadline
+		e.deadline = cur.deadline
 	}
-	s.putLocked(i, ok, h, key, e)
+	s.putLocked(off, ok, h, key, e, nil)
 	return true
 }
 
@@ -383,9 +445,9 @@ func (st Store) Delete(key []byte, now int64) bool {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(h, key, now)
+	off, _, ok := s.lookupLocked(h, key, now)
 	if ok {
-		s.removeLocked(i)
+		s.removeLocked(off, tagOf(h))
 	}
 	return ok
 }
@@ -395,11 +457,11 @@ func (st Store) Type(key []byte, now int64) Kind {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(h, key, now)
+	_, cur, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return KindNone
 	}
-	return s.slab[i].kind
+	return cur.kind
 }
 
 // PTTL returns the key's remaining life in ms as Redis's PTTL does: -2 for
@@ -410,11 +472,10 @@ func (st Store) PTTL(key []byte, now int64) int64 {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(h, key, now)
+	_, e, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return -2
 	}
-	e := s.slab[i]
 	if e.deadline == never {
 		return -1
 	}
@@ -439,17 +500,13 @@ func (st Store) MemoryUsage(key []byte, now int64) (int64, bool) {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(h, key, now)
+	off, _, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return 0, false
 	}
-	// The key's bytes, its entry, and its table slot (8 bytes at the
+	// The record (key, state, log) and its table slot (8 bytes at the
 	// table's average load of 1/2).
-	n := int64(len(key)) + int64(unsafe.Sizeof(entry{})) + 16
-	if e := s.slab[i]; e.kind == KindLog {
-		n += 24 + 8*int64(cap(s.logs[e.b]))
-	}
-	return n, true
+	return int64(parseRecord(s.data, off).end-off) + 16, true
 }
 
 // Len returns the number of keys held, including expired keys not yet
@@ -464,15 +521,37 @@ func (st Store) Len() int {
 	return n
 }
 
+// MemoryStats describes the keyspace's memory outside the Go heap (or in
+// it, for small shards): what INFO memory reports.
+type MemoryStats struct {
+	Held    int64 // bytes of data regions and key tables held
+	Records int64 // bytes of live records
+	Garbage int64 // bytes of dead records awaiting compaction
+}
+
+// Memory sums the shards' MemoryStats.
+func (st Store) Memory() MemoryStats {
+	var m MemoryStats
+	for _, s := range st.e.shards {
+		st.lock(s)
+		m.Held += int64(cap(s.data) + 8*len(s.slots))
+		m.Records += int64(len(s.data) - s.garbage)
+		m.Garbage += int64(s.garbage)
+		st.unlock(s)
+	}
+	return m
+}
+
 // Flush removes every key.
 func (st Store) Flush() {
 	for _, s := range st.e.shards {
 		st.lock(s)
-		s.slots, s.count, s.arena, s.garbage, s.slab, s.free, s.peak = nil, 0, nil, 0, nil, nil, 0
-		s.logs, s.logFree = nil, nil
+		s.mem.release()
+		s.slots, s.count, s.data, s.garbage = nil, 0, nil, 0
+		s.epoch++
 		if s.track {
-			s.pending.Add(-int64(len(s.dirty) + len(s.deleted)))
-			s.dirty, s.deleted, s.flushed = s.dirty[:0], nil, true
+			s.pending.Add(-s.nPending)
+			s.dirty, s.deleted, s.nPending, s.flushed = s.dirty[:0], nil, 0, true
 		}
 		st.unlock(s)
 	}
@@ -490,10 +569,12 @@ func (st Store) ScanShard(i int, now int64, fn func(KeyInfo)) {
 	s := st.e.shards[i]
 	st.lock(s)
 	defer st.unlock(s)
-	for i := range s.slab {
-		if e := s.slab[i]; e.kind != KindNone && e.alive(now) {
-			fn(KeyInfo{Key: string(s.keyLocked(uint32(i))), Kind: e.kind})
+	for off := 0; off < len(s.data); {
+		p := parseRecord(s.data, off)
+		if p.hdr&hdrDead == 0 && p.e.alive(now) {
+			fn(KeyInfo{Key: string(p.key), Kind: p.e.kind})
 		}
+		off = p.end
 	}
 }
 
@@ -509,26 +590,48 @@ func RedisDeadline(expMs int64) int64 {
 	return (expMs + 1) * 1_000_000
 }
 
-// ScanSlots calls fn for live keys of shard i starting at slab slot from,
-// visiting at most count live keys, and returns the slot to resume at, or
-// -1 when the shard is exhausted. fn runs under the shard lock and must
-// not call the Store.
-func (st Store) ScanSlots(i, from, count int, now int64, fn func(KeyInfo)) int {
+// ScanPosBits is how many low bits of a ScanSlots position are used.
+const ScanPosBits = tagBits
+
+// ScanSlots calls fn for live keys of shard i starting at position pos (0
+// for the shard's start), visiting whole table buckets until count live
+// keys were seen, and returns the position to resume at, or -1 when the
+// shard is exhausted. Positions walk the buckets (a key's ideal slot, its
+// hash tag under the table's mask) in Redis's reverse-binary order, so a
+// key present for the whole walk is seen at least once however the table
+// grows or shrinks meanwhile, and the walk ends. Any position is valid.
+// fn runs under the shard lock and must not call the Store.
+func (st Store) ScanSlots(i int, pos int64, count int, now int64, fn func(KeyInfo)) int64 {
 	s := st.e.shards[i]
 	st.lock(s)
 	defer st.unlock(s)
-	n := 0
-	for j := from; j < len(s.slab); j++ {
-		if n >= count {
-			return j
+	if len(s.slots) == 0 {
+		return -1
+	}
+	mask := uint64(len(s.slots) - 1)
+	v := uint64(pos) & (1<<ScanPosBits - 1)
+	for n := 0; ; {
+		b := v & mask
+		// With linear probing a key of bucket b sits in the run of
+		// occupied slots starting at b.
+		for p := b; s.slots[p] != 0; p = (p + 1) & mask {
+			slot := s.slots[p]
+			if uint64(slotTag(slot))&mask != b {
+				continue
+			}
+			if r := parseRecord(s.data, slotOff(slot)); r.e.alive(now) {
+				fn(KeyInfo{Key: string(r.key), Kind: r.e.kind})
+				n++
+			}
 		}
-		e := s.slab[j]
-		if e.kind != KindNone && e.alive(now) {
-			fn(KeyInfo{Key: string(s.keyLocked(uint32(j))), Kind: e.kind})
-			n++
+		v = bits.Reverse64(bits.Reverse64(v|^mask) + 1)
+		if v == 0 {
+			return -1
+		}
+		if n >= count {
+			return int64(v)
 		}
 	}
-	return -1
 }
 
 // Limit runs the RL.* algorithm kind (KindFixed, KindLog, KindSlide,
@@ -539,10 +642,9 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	i, ok := s.lookupLocked(h, key, now)
+	off, e, ok := s.lookupLocked(h, key, now)
 	var cur state
 	if ok {
-		e := &s.slab[i]
 		if e.kind != kind {
 			return Result{}, ErrWrongType
 		}
@@ -552,9 +654,9 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	written := false
 	switch kind {
 	case KindLog:
-		var entries []int64
+		entries := s.words[:0]
 		if ok {
-			entries = s.logs[cur.b]
+			entries = s.logLocked(off)
 		}
 		// Only an admission stores the log: a rejected call or a peek
 		// leaves it exactly as it was (even the entries it found expired
@@ -562,13 +664,10 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		entries, total, res := logDecide(p, entries, cur.a, now)
 		r = res
 		if !r.Limited && p.Cost > 0 {
-			if !ok {
-				cur.b = s.newLogLocked()
-			}
-			s.logs[cur.b] = entries
-			s.putLocked(i, ok, h, key, entry{kind: KindLog, a: total, b: cur.b, deadline: deadlineAfter(now, r.ResetAfter)})
+			s.putLocked(off, ok, h, key, entry{kind: KindLog, a: total, deadline: deadlineAfter(now, r.ResetAfter)}, entries)
 			written = true
 		}
+		s.keepWords(entries)
 	default:
 		var next state
 		switch kind {
@@ -580,16 +679,16 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 			next, r = bucketDecide(p, cur, now)
 		}
 		if next != cur { // an admission; rejections and peeks change nothing
-			s.putLocked(i, ok, h, key, entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)})
+			s.putLocked(off, ok, h, key, entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
 			written = true
 		}
 	}
-	if ok && !written && s.slab[i].deadline < maxDeadline { // a capped deadline is only a lower bound
+	if ok && !written && e.deadline < maxDeadline { // a capped deadline is only a lower bound
 
 		// The key expires (becomes fresh) at its deadline, set by the
 		// parameters of its last write; a call with other parameters that
 		// changes nothing cannot wait longer than that.
-		r.clampTo(s.slab[i].deadline - now)
+		r.clampTo(e.deadline - now)
 	}
 	return r, nil
 }

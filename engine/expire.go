@@ -1,12 +1,14 @@
 package engine
 
-// sweepChunk is how many slab slots one sweep step examines under a shard
+// sweepChunk is how many records one sweep step examines under a shard
 // lock; it bounds how long a request can wait behind the sweeper.
 const sweepChunk = 1024
 
-// sweepCursor remembers where each shard's sweep stopped (index by shard).
+// sweeper remembers where each shard's sweep stopped: a record offset in
+// the shard's data region (index by shard).
 type sweeper struct {
 	cursor []int
+	epoch  []uint64 // the shard's epoch the cursor belongs to
 }
 
 // SweepStats counts what one sweep pass did.
@@ -15,39 +17,36 @@ type SweepStats struct {
 }
 
 // Sweep drops expired keys, Redis style: per shard it examines chunks of
-// slots from where it last stopped, and moves on to the next chunk only
+// records from where it last stopped, and moves on to the next chunk only
 // while more than a quarter of the chunk had expired, so an idle keyspace
 // costs little and a mass expiry is reclaimed quickly. Shards left mostly
-// empty are compacted so their memory is returned.
+// garbage or empty are compacted so their memory is returned.
 func (e *Engine) Sweep(now int64) SweepStats {
 	var st SweepStats
 	for si, s := range e.shards {
-		start := e.sweep.cursor[si]
-		for scanned := 0; ; {
+		scanned := 0
+		for {
 			s.mu.Lock()
-			if e.sweep.cursor[si] >= len(s.slab) {
-				e.sweep.cursor[si] = 0
+			size := len(s.data)
+			off := e.sweep.cursor[si]
+			if off >= size || e.sweep.epoch[si] != s.epoch {
+				off = 0
 			}
-			c := e.sweep.cursor[si]
-			end := min(c+sweepChunk, len(s.slab))
-			expired := 0
-			for i := c; i < end; i++ {
-				en := &s.slab[i]
-				if en.kind != KindNone && !en.alive(now) {
-					s.removeLocked(uint32(i))
+			examined, expired := 0, 0
+			for ; off < size && examined < sweepChunk; examined++ {
+				p := parseRecord(s.data, off)
+				if p.hdr&hdrDead == 0 && !p.e.alive(now) {
+					s.removeLocked(off, tagOf(s.hash(p.key)))
 					expired++
 				}
+				off = p.end
 			}
-			st.Examined += end - c
+			e.sweep.cursor[si], e.sweep.epoch[si] = off, s.epoch
+			st.Examined += examined
 			st.Expired += expired
-			scanned += end - c
-			e.sweep.cursor[si] = end
-			wrapped := end >= len(s.slab) || (c < start && end >= start)
-			if wrapped || scanned >= len(s.slab) || expired*4 <= end-c {
-				s.compactLocked()
-				if e.sweep.cursor[si] > len(s.slab) {
-					e.sweep.cursor[si] = 0
-				}
+			scanned += examined
+			if off >= size || scanned >= s.count+examined || expired*4 <= examined {
+				s.maybeCompactLocked()
 				s.mu.Unlock()
 				break
 			}

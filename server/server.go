@@ -63,8 +63,8 @@ func Start(opts Options) (*Server, error) {
 	if cfg.Shards <= 0 {
 		return nil, errors.New("shards must be positive")
 	}
-	if cfg.Shards&(cfg.Shards-1) != 0 {
-		return nil, fmt.Errorf("shards must be a power of two, got %d", cfg.Shards)
+	if cfg.Shards&(cfg.Shards-1) != 0 || cfg.Shards > engine.MaxShards {
+		return nil, fmt.Errorf("shards must be a power of two up to %d, got %d", engine.MaxShards, cfg.Shards)
 	}
 	if cfg.ClockMode == "" {
 		cfg.ClockMode = "real"

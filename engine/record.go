@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// A key's state is one variable-length record in its shard's data region:
+//
+//	header byte | uvarint key length | key | deadline (8 bytes LE) | body | uvarint n | n slack bytes
+//
+// The header holds the kind (low 3 bits), the dirty bit (changed since the
+// last snapshot) and the dead bit (a record replaced or removed, garbage
+// until the region is compacted). The body is the algorithm's state in
+// varints, times as differences from the deadline, which they sit close
+// to, so a typical record is its key plus 11-21 bytes:
+//
+//	CL.THROTTLE  zz(deadline - TAT)
+//	RL.FIXED     zz(deadline - window start) | count
+//	RL.SLIDE     zz(deadline - window start) | current count | previous count
+//	RL.BUCKET    rate | zz(lo(D)) | zz(hi(D) - sign(lo(D)))  where D = deadline*rate - TAT (128-bit)
+//	RL.LOG       units held | byte length of the runs | runs
+//
+// An RL.LOG run is uvarint units | zz(time difference), the first run's
+// time a difference from the deadline, each later one from the run before.
+// Every encoding is total (any words round-trip exactly, with wrapping
+// arithmetic), so a restored record is held as it came.
+//
+// The slack lets a record's state change size in place: a record written
+// anew is given a quarter of its size as slack, so an RL.LOG that grows by
+// a run, or a count that gains a varint byte, is rewritten where it is
+// most of the time instead of leaving its old copy as garbage.
+const (
+	hdrKind  = 0x07
+	hdrDirty = 0x08
+	hdrDead  = 0x10
+)
+
+// entry is a record's decoded state: deadline is the first Unix ns at
+// which the key no longer exists (alive iff now < deadline); a, b, c are
+// the algorithm's state words (CL.THROTTLE: a = TAT as uint64 bits;
+// RL.LOG: a = units held, the log itself is decoded separately).
+type entry struct {
+	deadline int64
+	a, b, c  int64
+	kind     Kind
+}
+
+func (e *entry) alive(now int64) bool { return now < e.deadline }
+
+func zz(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzz(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// uvarint decodes a varint the encoder wrote (never malformed: the region
+// is written only by appendRecord).
+func uvarint(b []byte, i int) (uint64, int) {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		c := b[i]
+		i++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, i
+		}
+	}
+}
+
+// appendRecord encodes a live record up to its slack (hdr carries the
+// kind and dirty bit); withSlack completes it. words is RL.LOG's log
+// (ignored for other kinds).
+func appendRecord(dst []byte, hdr byte, key []byte, e entry, words []int64) []byte {
+	dst = append(dst, hdr)
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.deadline))
+	dl := uint64(e.deadline)
+	switch Kind(hdr & hdrKind) {
+	case KindThrottle:
+		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(e.a))))
+	case KindFixed:
+		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(e.a))))
+		dst = binary.AppendUvarint(dst, uint64(e.b))
+	case KindSlide:
+		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(e.a))))
+		dst = binary.AppendUvarint(dst, uint64(e.b))
+		dst = binary.AppendUvarint(dst, uint64(e.c))
+	case KindBucket:
+		hi, lo := bucketDelta(dl, e)
+		dst = binary.AppendUvarint(dst, uint64(e.c))
+		dst = binary.AppendUvarint(dst, zz(int64(lo)))
+		dst = binary.AppendUvarint(dst, zz(int64(hi-uint64(int64(lo)>>63))))
+	case KindLog:
+		dst = binary.AppendUvarint(dst, uint64(e.a))
+		var runs [binary.MaxVarintLen64 * 2]byte
+		start := len(dst)
+		// The runs' byte length precedes them; write them after a
+		// placeholder-free pass: encode to the end, then move them up.
+		dst = appendRuns(dst, dl, words)
+		n := len(dst) - start
+		m := binary.PutUvarint(runs[:], uint64(n))
+		dst = append(dst, runs[:m]...)
+		copy(dst[start+m:], dst[start:start+n])
+		copy(dst[start:], runs[:m])
+	}
+	return dst
+}
+
+// bucketDelta is D = deadline*rate - TAT as a 128-bit (hi, lo), wrapping.
+func bucketDelta(dl uint64, e entry) (hi, lo uint64) {
+	ph, pl := bits.Mul64(dl, uint64(e.c))
+	lo, borrow := bits.Sub64(pl, uint64(e.b), 0)
+	hi, _ = bits.Sub64(ph, uint64(e.a), borrow)
+	return hi, lo
+}
+
+// appendRuns encodes an RL.LOG log (words in logRun's form).
+func appendRuns(dst []byte, dl uint64, words []int64) []byte {
+	prev := dl
+	first := true
+	for i := 0; i < len(words); {
+		var t, n int64
+		if v := words[i]; v < 0 && i+1 < len(words) {
+			t, n, i = -v-1, words[i+1], i+2
+		} else {
+			t, n, i = v, 1, i+1 // a malformed trailing marker is read as one unit
+		}
+		dst = binary.AppendUvarint(dst, uint64(n))
+		if first {
+			dst = binary.AppendUvarint(dst, zz(int64(prev-uint64(t))))
+			first = false
+		} else {
+			dst = binary.AppendUvarint(dst, zz(int64(uint64(t)-prev)))
+		}
+		prev = uint64(t)
+	}
+	return dst
+}
+
+// decodeRuns appends the log encoded in runs to words.
+func decodeRuns(words []int64, dl uint64, runs []byte) []int64 {
+	prev := dl
+	for i := 0; i < len(runs); {
+		first := i == 0
+		var n, d uint64
+		n, i = uvarint(runs, i)
+		d, i = uvarint(runs, i)
+		t := prev + uint64(unzz(d))
+		if first {
+			t = dl - uint64(unzz(d))
+		}
+		prev = t
+		if n == 1 && int64(t) >= 0 {
+			words = append(words, int64(t))
+		} else {
+			words = append(words, -int64(t)-1, int64(n))
+		}
+	}
+	return words
+}
+
+// parsed is a record located in a data region.
+type parsed struct {
+	hdr  byte
+	key  []byte
+	e    entry
+	runs []byte // RL.LOG's encoded log
+	end  int    // offset just past the record
+}
+
+// parseRecord decodes the record at off.
+func parseRecord(b []byte, off int) parsed {
+	var p parsed
+	p.hdr = b[off]
+	kl, i := uvarint(b, off+1)
+	p.key = b[i : i+int(kl) : i+int(kl)]
+	i += int(kl)
+	dl := binary.LittleEndian.Uint64(b[i:])
+	i += 8
+	p.e = entry{deadline: int64(dl), kind: Kind(p.hdr & hdrKind)}
+	var u uint64
+	switch p.e.kind {
+	case KindThrottle:
+		u, i = uvarint(b, i)
+		p.e.a = int64(dl - uint64(unzz(u)))
+	case KindFixed, KindSlide:
+		u, i = uvarint(b, i)
+		p.e.a = int64(dl - uint64(unzz(u)))
+		u, i = uvarint(b, i)
+		p.e.b = int64(u)
+		if p.e.kind == KindSlide {
+			u, i = uvarint(b, i)
+			p.e.c = int64(u)
+		}
+	case KindBucket:
+		u, i = uvarint(b, i)
+		p.e.c = int64(u)
+		var zl, zh uint64
+		zl, i = uvarint(b, i)
+		zh, i = uvarint(b, i)
+		lo := uint64(unzz(zl))
+		hi := uint64(unzz(zh)) + uint64(int64(lo)>>63)
+		ph, pl := bits.Mul64(dl, uint64(p.e.c))
+		tl, borrow := bits.Sub64(pl, lo, 0)
+		th, _ := bits.Sub64(ph, hi, borrow)
+		p.e.a, p.e.b = int64(th), int64(tl)
+	case KindLog:
+		u, i = uvarint(b, i)
+		p.e.a = int64(u)
+		u, i = uvarint(b, i)
+		p.runs = b[i : i+int(u) : i+int(u)]
+		i += int(u)
+	}
+	u, i = uvarint(b, i)
+	p.end = i + int(u)
+	return p
+}
+
+// withSlack completes a record from appendRecord with n slack bytes.
+func withSlack(rec []byte, n int) []byte {
+	rec = binary.AppendUvarint(rec, uint64(n))
+	for range n {
+		rec = append(rec, 0)
+	}
+	return rec
+}
+
+// fillSlack completes a record from appendRecord so that it is exactly
+// size bytes long, if it fits: the slack count is written as a varint
+// padded with continuation bytes to whatever width makes the sum exact
+// (the decoder reads non-minimal varints as any other).
+func fillSlack(rec []byte, size int) ([]byte, bool) {
+	room := size - len(rec)
+	if room < 1 {
+		return rec, false
+	}
+	w := 1
+	for w < binary.MaxVarintLen64 && uint64(room-w) >= 1<<(7*w) {
+		w++
+	}
+	n := uint64(room - w)
+	for i := 1; i < w; i++ {
+		rec = append(rec, byte(n)|0x80)
+		n >>= 7
+	}
+	rec = append(rec, byte(n))
+	for range room - w {
+		rec = append(rec, 0)
+	}
+	return rec, true
+}
+
+// keyOf returns the key bytes of the record at off.
+func keyOf(b []byte, off int) []byte {
+	kl, i := uvarint(b, off+1)
+	return b[i : i+int(kl) : i+int(kl)]
+}
