@@ -101,7 +101,11 @@ func (e *Engine) Restore(r Record, now int64) bool {
 	s, h := e.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	off, ok := s.findLocked(h, key)
+	off, _, ok := s.findLocked(h, key)
+	oldEnd := 0
+	if ok {
+		oldEnd = parseRecord(s.data, off).end
+	}
 	track := s.track
 	s.track = false // applying a record is not a change of ours
 	defer func() { s.track = track }()
@@ -115,6 +119,6 @@ func (e *Engine) Restore(r Record, now int64) bool {
 	if r.Kind == KindLog {
 		en.b, en.c = 0, 0
 	}
-	s.putLocked(off, ok, h, key, en, r.Log)
+	s.putLocked(off, oldEnd, h, key, en, r.Log)
 	return true
 }

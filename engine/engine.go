@@ -83,19 +83,20 @@ func newShard(seed maphash.Seed) *shard {
 	return s
 }
 
-// lookupLocked returns the record offset of a live key (hash h) and its
-// state, dropping it first if it has expired (lazy expiry).
-func (s *shard) lookupLocked(h uint64, key []byte, now int64) (int, entry, bool) {
-	off, ok := s.findLocked(h, key)
+// lookupLocked returns the record offset of a live key (hash h), its
+// state and the record's end, dropping the key first if it has expired
+// (lazy expiry).
+func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry, end int, ok bool) {
+	off, state, ok := s.findLocked(h, key)
 	if !ok {
-		return 0, entry{}, false
+		return 0, entry{}, 0, false
 	}
-	p := parseRecord(s.data, off)
-	if !p.e.alive(now) {
+	e, _, end = decodeState(s.data, state, Kind(s.data[off]&hdrKind))
+	if !e.alive(now) {
 		s.removeLocked(off, tagOf(h))
-		return 0, entry{}, false
+		return 0, entry{}, 0, false
 	}
-	return off, p.e, true
+	return off, e, end, true
 }
 
 // markDirtyLocked records that the record at off changed (when tracking).
@@ -112,14 +113,14 @@ func (s *shard) markDirtyLocked(off int, wasDirty bool) {
 }
 
 // putLocked stores state e (and RL.LOG's words) for key: over its record
-// at off when the key exists and the new record has the same size, else
-// as a new record. It marks the record changed and returns its offset.
-func (s *shard) putLocked(off int, exists bool, h uint64, key []byte, e entry, words []int64) int {
+// at off, which ends at oldEnd, when the key exists (oldEnd > 0) and the
+// new record fits there, else as a new record. It marks the record
+// changed and returns its offset.
+func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, words []int64) int {
 	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, words)
-	if exists {
-		old := parseRecord(s.data, off)
-		wasDirty := old.hdr&hdrDirty != 0
-		if rec, ok := fillSlack(s.buf, old.end-off); ok {
+	if oldEnd > 0 {
+		wasDirty := s.data[off]&hdrDirty != 0
+		if rec, ok := fillSlack(s.buf, oldEnd-off); ok {
 			s.buf = rec
 			copy(s.data[off:], rec)
 			if wasDirty {
@@ -131,13 +132,13 @@ func (s *shard) putLocked(off int, exists bool, h uint64, key []byte, e entry, w
 		}
 		s.buf = withSlack(s.buf, len(s.buf)/4)
 		if s.reserveLocked(len(s.buf)) { // compacted: the record moved
-			off, _ = s.findLocked(h, key)
-			old = parseRecord(s.data, off)
+			off, _, _ = s.findLocked(h, key)
+			oldEnd = parseRecord(s.data, off).end
 		}
 		tag := tagOf(h)
 		p := s.slotIndexLocked(tag, off)
 		s.data[off] |= hdrDead
-		s.garbage += old.end - off
+		s.garbage += oldEnd - off
 		newOff := len(s.data)
 		s.data = append(s.data, s.buf...)
 		s.slots[p] = makeSlot(tag, newOff)
@@ -269,12 +270,6 @@ func (s *shard) keepWords(w []int64) {
 	}
 }
 
-// logLocked decodes the log of the RL.LOG record at off into the shard's
-// scratch words.
-func (s *shard) logLocked(off int) []int64 {
-	p := parseRecord(s.data, off)
-	return decodeRuns(s.words[:0], uint64(p.e.deadline), p.runs)
-}
 
 // Engine is the sharded keyspace. It is safe for concurrent use; each
 // operation on a key locks only that key's shard.
@@ -365,7 +360,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	off, cur, ok := s.lookupLocked(h, key, now)
+	off, cur, end, ok := s.lookupLocked(h, key, now)
 	var tat uint64
 	if ok {
 		if cur.kind != KindThrottle {
@@ -375,7 +370,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	}
 	d, err := g.Decide(tat, ok, now, q)
 	if d.Write {
-		s.putLocked(off, ok, h, key, entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)}, nil)
+		s.putLocked(off, end, h, key, entry{kind: KindThrottle, a: int64(d.NewTAT), deadline: throttleDeadline(now, d.TTLMs)}, nil)
 	}
 	return d.Result, err
 }
@@ -397,7 +392,7 @@ func (st Store) GetThrottle(key []byte, now int64) (tat uint64, found bool, err 
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	_, cur, ok := s.lookupLocked(h, key, now)
+	_, cur, _, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return 0, false, nil
 	}
@@ -425,7 +420,7 @@ func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	off, cur, ok := s.lookupLocked(h, key, now)
+	off, cur, end, ok := s.lookupLocked(h, key, now)
 	if (cond == SetIfMissing && ok) || (cond == SetIfExists && !ok) {
 		return false
 	}
@@ -436,7 +431,7 @@ func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool
 	if ok && keepTTL {
 		e.deadline = cur.deadline
 	}
-	s.putLocked(off, ok, h, key, e, nil)
+	s.putLocked(off, end, h, key, e, nil)
 	return true
 }
 
@@ -445,7 +440,7 @@ func (st Store) Delete(key []byte, now int64) bool {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	off, _, ok := s.lookupLocked(h, key, now)
+	off, _, _, ok := s.lookupLocked(h, key, now)
 	if ok {
 		s.removeLocked(off, tagOf(h))
 	}
@@ -457,7 +452,7 @@ func (st Store) Type(key []byte, now int64) Kind {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	_, cur, ok := s.lookupLocked(h, key, now)
+	_, cur, _, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return KindNone
 	}
@@ -472,7 +467,7 @@ func (st Store) PTTL(key []byte, now int64) int64 {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	_, e, ok := s.lookupLocked(h, key, now)
+	_, e, _, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return -2
 	}
@@ -500,13 +495,13 @@ func (st Store) MemoryUsage(key []byte, now int64) (int64, bool) {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	off, _, ok := s.lookupLocked(h, key, now)
+	off, _, end, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return 0, false
 	}
 	// The record (key, state, log) and its table slot (8 bytes at the
 	// table's average load of 1/2).
-	return int64(parseRecord(s.data, off).end-off) + 16, true
+	return int64(end-off) + 16, true
 }
 
 // Len returns the number of keys held, including expired keys not yet
@@ -642,7 +637,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	off, e, ok := s.lookupLocked(h, key, now)
+	off, e, end, ok := s.lookupLocked(h, key, now)
 	var cur state
 	if ok {
 		if e.kind != kind {
@@ -656,7 +651,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	case KindLog:
 		entries := s.words[:0]
 		if ok {
-			entries = s.logLocked(off)
+			entries = decodeRuns(entries, uint64(e.deadline), parseRecord(s.data, off).runs)
 		}
 		// Only an admission stores the log: a rejected call or a peek
 		// leaves it exactly as it was (even the entries it found expired
@@ -664,7 +659,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		entries, total, res := logDecide(p, entries, cur.a, now)
 		r = res
 		if !r.Limited && p.Cost > 0 {
-			s.putLocked(off, ok, h, key, entry{kind: KindLog, a: total, deadline: deadlineAfter(now, r.ResetAfter)}, entries)
+			s.putLocked(off, end, h, key, entry{kind: KindLog, a: total, deadline: deadlineAfter(now, r.ResetAfter)}, entries)
 			written = true
 		}
 		s.keepWords(entries)
@@ -679,7 +674,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 			next, r = bucketDecide(p, cur, now)
 		}
 		if next != cur { // an admission; rejections and peeks change nothing
-			s.putLocked(off, ok, h, key, entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
+			s.putLocked(off, end, h, key, entry{kind: kind, a: next.a, b: next.b, c: next.c, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
 			written = true
 		}
 	}

@@ -52,8 +52,16 @@ func zz(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
 func unzz(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // uvarint decodes a varint the encoder wrote (never malformed: the region
-// is written only by appendRecord).
+// is written only by appendRecord and fillSlack). One-byte values, the
+// common case, take the inlined fast path.
 func uvarint(b []byte, i int) (uint64, int) {
+	if c := b[i]; c < 0x80 {
+		return uint64(c), i + 1
+	}
+	return uvarintSlow(b, i)
+}
+
+func uvarintSlow(b []byte, i int) (uint64, int) {
 	var v uint64
 	for shift := uint(0); ; shift += 7 {
 		c := b[i]
@@ -173,46 +181,58 @@ func parseRecord(b []byte, off int) parsed {
 	p.hdr = b[off]
 	kl, i := uvarint(b, off+1)
 	p.key = b[i : i+int(kl) : i+int(kl)]
-	i += int(kl)
+	var runs int
+	p.e, runs, p.end = decodeState(b, i+int(kl), Kind(p.hdr&hdrKind))
+	if p.e.kind == KindLog {
+		n, j := uvarint(b, runs)
+		p.runs = b[j : j+int(n) : j+int(n)]
+	}
+	return p
+}
+
+// decodeState decodes a record's state from its deadline at i on. It
+// returns the offset of RL.LOG's runs length (when kind is KindLog) and
+// of the record's end. It is the lookup's hot path: small results, in
+// registers.
+func decodeState(b []byte, i int, kind Kind) (e entry, runs, end int) {
 	dl := binary.LittleEndian.Uint64(b[i:])
 	i += 8
-	p.e = entry{deadline: int64(dl), kind: Kind(p.hdr & hdrKind)}
+	e = entry{deadline: int64(dl), kind: kind}
 	var u uint64
-	switch p.e.kind {
+	switch kind {
 	case KindThrottle:
 		u, i = uvarint(b, i)
-		p.e.a = int64(dl - uint64(unzz(u)))
+		e.a = int64(dl - uint64(unzz(u)))
 	case KindFixed, KindSlide:
 		u, i = uvarint(b, i)
-		p.e.a = int64(dl - uint64(unzz(u)))
+		e.a = int64(dl - uint64(unzz(u)))
 		u, i = uvarint(b, i)
-		p.e.b = int64(u)
-		if p.e.kind == KindSlide {
+		e.b = int64(u)
+		if kind == KindSlide {
 			u, i = uvarint(b, i)
-			p.e.c = int64(u)
+			e.c = int64(u)
 		}
 	case KindBucket:
 		u, i = uvarint(b, i)
-		p.e.c = int64(u)
+		e.c = int64(u)
 		var zl, zh uint64
 		zl, i = uvarint(b, i)
 		zh, i = uvarint(b, i)
 		lo := uint64(unzz(zl))
 		hi := uint64(unzz(zh)) + uint64(int64(lo)>>63)
-		ph, pl := bits.Mul64(dl, uint64(p.e.c))
+		ph, pl := bits.Mul64(dl, uint64(e.c))
 		tl, borrow := bits.Sub64(pl, lo, 0)
 		th, _ := bits.Sub64(ph, hi, borrow)
-		p.e.a, p.e.b = int64(th), int64(tl)
+		e.a, e.b = int64(th), int64(tl)
 	case KindLog:
 		u, i = uvarint(b, i)
-		p.e.a = int64(u)
+		e.a = int64(u)
+		runs = i
 		u, i = uvarint(b, i)
-		p.runs = b[i : i+int(u) : i+int(u)]
 		i += int(u)
 	}
 	u, i = uvarint(b, i)
-	p.end = i + int(u)
-	return p
+	return e, runs, i + int(u)
 }
 
 // withSlack completes a record from appendRecord with n slack bytes.

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"bytes"
-	"unsafe"
-)
+import "unsafe"
 
 // The key table of a shard: open addressing with linear probing over
 // 8-byte slots, each holding a 28-bit hash tag and the offset + 1 of the
@@ -27,22 +24,24 @@ func makeSlot(tag uint32, off int) uint64 {
 	return uint64(tag)<<offBits | uint64(off+1)
 }
 
-// findLocked returns the record offset of key (hash h), if present.
-func (s *shard) findLocked(h uint64, key []byte) (int, bool) {
+// findLocked returns the record offset of key (hash h), if present, and
+// the offset of the record's state (just past the key).
+func (s *shard) findLocked(h uint64, key []byte) (off, state int, ok bool) {
 	if len(s.slots) == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	mask := uint64(len(s.slots) - 1)
 	tag := tagOf(h)
 	for p := uint64(tag) & mask; ; p = (p + 1) & mask {
 		slot := s.slots[p]
 		if slot == 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		if slotTag(slot) == tag {
 			off := slotOff(slot)
-			if bytes.Equal(keyOf(s.data, off), key) {
-				return off, true
+			kl, i := uvarint(s.data, off+1)
+			if int(kl) == len(key) && string(s.data[i:i+int(kl)]) == string(key) {
+				return off, i + int(kl), true
 			}
 		}
 	}

@@ -24,18 +24,18 @@ func TestTableAgainstMap(t *testing.T) {
 		for op := 0; op < 3000; op++ {
 			k := fmt.Sprint("k", r.IntN(400))
 			h := hashOf(k)
-			off, ok := s.findLocked(h, []byte(k))
+			off, _, ok := s.findLocked(h, []byte(k))
 			require.Equal(t, model[k], ok, "seed %d op %d key %s", seed, op, k)
 			if ok {
 				require.Equal(t, k, string(keyOf(s.data, off)))
 			}
 			switch {
 			case !ok && r.IntN(3) > 0:
-				s.putLocked(0, false, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op)}, nil)
+				s.putLocked(0, 0, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op)}, nil)
 				model[k] = true
 			case ok && r.IntN(3) == 0:
 				// A count that needs more varint bytes moves the record.
-				s.putLocked(off, true, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op) << (7 * r.IntN(8))}, nil)
+				s.putLocked(off, parseRecord(s.data, off).end, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op) << (7 * r.IntN(8))}, nil)
 			case ok && r.IntN(2) == 0:
 				s.removeLocked(off, tagOf(h))
 				delete(model, k)
