@@ -270,7 +270,6 @@ func (s *shard) keepWords(w []int64) {
 	}
 }
 
-
 // Engine is the sharded keyspace. It is safe for concurrent use; each
 // operation on a key locks only that key's shard.
 type Engine struct {
