@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/clock"
@@ -473,12 +472,10 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st 
 		line("master_replid", s.runID)
 		line("master_repl_offset", 0)
 	case "cpu":
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		tv := func(t syscall.Timeval) string { return fmt.Sprintf("%d.%06d", t.Sec, t.Usec) }
+		sys, user := cpuTimes()
 		b.WriteString("# CPU\r\n")
-		line("used_cpu_sys", tv(ru.Stime))
-		line("used_cpu_user", tv(ru.Utime))
+		line("used_cpu_sys", fmt.Sprintf("%.6f", sys.Seconds()))
+		line("used_cpu_user", fmt.Sprintf("%.6f", user.Seconds()))
 	case "commandstats":
 		b.WriteString("# Commandstats\r\n")
 		var all []*Command
@@ -534,14 +531,6 @@ func rssBytes() int64 {
 	}
 	pages, _ := strconv.ParseInt(f[1], 10, 64)
 	return pages * int64(os.Getpagesize())
-}
-
-func totalMemory() uint64 {
-	var si syscall.Sysinfo_t
-	if syscall.Sysinfo(&si) != nil {
-		return 0
-	}
-	return uint64(si.Totalram) * uint64(si.Unit)
 }
 
 func b2i(b bool) int {

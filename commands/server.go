@@ -257,6 +257,10 @@ func (s *Server) RemoveClient(c *Client) {
 	s.clientsMu.Unlock()
 }
 
+// Idle is how long the client has been without a command (the idle
+// timeout's measure, CLIENT LIST's idle).
+func (c *Client) Idle() time.Duration { return time.Duration(monoNow() - c.lastActive.Load()) }
+
 // Proto is the client's protocol version (2 or 3).
 func (c *Client) Proto() int { return c.proto }
 

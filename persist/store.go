@@ -31,9 +31,10 @@ var ErrFormat = errors.New("unknown store format version")
 // Store is a Pebble database holding one record per key and the clock's
 // high-water mark.
 type Store struct {
-	db   *pebble.DB
-	path string
-	opts Options
+	db     *pebble.DB
+	path   string
+	opts   Options
+	closed bool // db is closed: by Close, or by a Reopen that failed
 }
 
 // Options for Open. FS defaults to the OS file system (tests pass an
@@ -116,9 +117,10 @@ func (s *Store) Reopen() error {
 	}()
 	n, err := Open(s.opts)
 	if err != nil {
+		s.closed = true // Close must not close it again (pebble panics)
 		return err
 	}
-	s.db = n.db
+	s.db, s.closed = n.db, false
 	return nil
 }
 
@@ -126,7 +128,13 @@ func (s *Store) Reopen() error {
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.db.Close()
+}
 
 // HighWater returns the clock high-water mark of the last snapshot (0 if
 // none).

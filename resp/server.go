@@ -23,14 +23,22 @@ type Server struct {
 
 	mu     sync.Mutex
 	ln     net.Listener
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]struct{} // served by goroutines
+	lconns map[*lconn]struct{}   // served by event loops
+	loops  []*loop
+	next   int // the loop the next connection goes to
 	closed bool
 	wg     sync.WaitGroup
 }
 
+// UseEventLoops chooses how plain connections are served: by event loops
+// (the default where the platform has them) or by a goroutine each. Tests
+// set it to run their suites on both.
+var UseEventLoops = true
+
 // NewServer returns a server for cmds; tlsConfig may be nil for plain TCP.
 func NewServer(cmds *commands.Server, tlsConfig *tls.Config) *Server {
-	return &Server{cmds: cmds, tls: tlsConfig, conns: make(map[net.Conn]struct{})}
+	return &Server{cmds: cmds, tls: tlsConfig, conns: make(map[net.Conn]struct{}), lconns: make(map[*lconn]struct{})}
 }
 
 // Serve accepts connections on ln until Close; it returns nil after Close.
@@ -45,6 +53,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	s.ln = ln
+	loops := s.tls == nil && UseEventLoops && (s.loops != nil || s.startLoops())
 	s.mu.Unlock()
 	var delay time.Duration
 	for {
@@ -63,6 +72,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		delay = 0
+		if loops && s.adopt(nc) {
+			continue
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -86,6 +98,13 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	for c := range s.conns {
 		c.Close()
+	}
+	for lc := range s.lconns {
+		lc.kill()
+	}
+	for _, l := range s.loops {
+		l.stop.Store(true)
+		l.wakeUp()
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
@@ -114,7 +133,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	defer srv.RemoveClient(c)
 	c.Close = func() { nc.Close() }
-	Serve(srv, c, nc, func() {
+	Serve(srv, c, rawIO(nc), func() {
 		if t := srv.IdleTimeout(); t > 0 {
 			nc.SetReadDeadline(time.Now().Add(t))
 		}

@@ -1,0 +1,441 @@
+package resp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/rlserver/rlserver/commands"
+)
+
+// Event loops, Redis's model: on Linux, plain TCP and Unix connections
+// are served by one loop per P instead of a goroutine each. A loop waits
+// in epoll for readable connections, runs every complete command they
+// sent, then writes each connection's replies once, at the end of the
+// round. Against a goroutine per connection this saves the scheduler's
+// park/unpark and netpoll work per request and, above all, keeps the
+// requests of one round together: at c=50 P=1 on one pinned core the
+// goroutines' p99 was 2-3 ms against 0.9 ms for a loop (and Redis).
+// TLS connections, and every platform but Linux, keep the goroutines.
+
+// errWouldBlock: the loop's reader has no more input for this round.
+var errWouldBlock = errors.New("resp: no input ready")
+
+// loop is one event loop and the connections it serves.
+type loop struct {
+	s      *Server
+	epfd   int
+	wake   [2]int // a pipe: writing to wake[1] interrupts epoll_wait
+	mu     sync.Mutex
+	conns  map[int]*lconn // by fd; the loop reads, the acceptor adds
+	stop   atomic.Bool
+	events []syscall.EpollEvent
+	round  []*lconn // connections with replies to write this round
+	swept  time.Time
+}
+
+// lconn is one connection on a loop.
+type lconn struct {
+	fd   int // owned by the connection: closed by the loop
+	c    *commands.Client
+	rd   *Reader
+	w    *Writer
+	src  pollSource
+	out  int  // bytes of w's buffer already written
+	busy bool // output pending: wait for writability, read nothing more
+	seen bool // in the loop's round
+	mu   sync.Mutex
+	dead bool // fd closed (guards kills from other goroutines)
+}
+
+// pollSource is the Reader's input: one read per readiness event, so the
+// reader never makes the read that would only answer EAGAIN (the loop's
+// level-triggered epoll reports what is left next round).
+type pollSource struct {
+	fd    int
+	ready bool
+}
+
+func (p *pollSource) Read(b []byte) (int, error) {
+	if !p.ready || len(b) == 0 {
+		return 0, errWouldBlock
+	}
+	p.ready = false
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(p.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, errWouldBlock
+		}
+		return 0, os.NewSyscallError("read", e)
+	}
+}
+
+// startLoops starts one loop per P; false if epoll is unavailable.
+func (s *Server) startLoops() bool {
+	n := max(runtime.GOMAXPROCS(0), 1)
+	for range n {
+		l, err := newLoop(s)
+		if err != nil {
+			s.cmds.Log.Warn("event loop unavailable, serving connections with goroutines", "err", err)
+			for _, l := range s.loops {
+				l.stop.Store(true)
+				l.wakeUp()
+			}
+			s.loops = nil
+			return false
+		}
+		s.loops = append(s.loops, l)
+		s.wg.Add(1)
+		go l.run()
+	}
+	return true
+}
+
+func newLoop(s *Server) (*loop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{s: s, epfd: epfd, conns: make(map[int]*lconn), events: make([]syscall.EpollEvent, 256), swept: time.Now()}
+	if err := syscall.Pipe2(l.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		syscall.Close(epfd)
+		return nil, err
+	}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wake[0], &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wake[0])}); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *loop) wakeUp() {
+	var b [1]byte
+	syscall.Write(l.wake[1], b[:])
+}
+
+// adopt moves an accepted connection onto a loop. It reports false if
+// the connection is not one a loop can serve (the caller keeps it).
+func (s *Server) adopt(nc net.Conn) bool {
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return false
+	}
+	rc, err := nc.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return false
+	}
+	// The loop owns a duplicate of the socket, made with a bare system
+	// call so that Go's poller never watches it (an os.File would be
+	// registered there too, and every packet would wake a second thread
+	// on the core); closing the original takes it out of the poller.
+	fd := -1
+	rc.Control(func(sfd uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, sfd, syscall.F_DUPFD_CLOEXEC, 0)
+		if e == 0 {
+			fd = int(r)
+		}
+	})
+	if fd < 0 {
+		return false
+	}
+	addr, laddr := nc.RemoteAddr().String(), nc.LocalAddr().String()
+	nc.Close()
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return true
+	}
+	srv := s.cmds
+	c, err := srv.NewClient(addr, laddr)
+	if err != nil {
+		msg := []byte("-" + err.Error() + "\r\n")
+		syscall.Write(fd, msg)
+		syscall.Close(fd)
+		return true
+	}
+	lc := &lconn{fd: fd, c: c, w: NewWriter(c.Proto), src: pollSource{fd: fd}}
+	lim := srv.Limits()
+	lc.rd = NewReader(&lc.src, lim.MaxArgs, lim.MaxArgLen)
+	c.Close = lc.kill
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		srv.RemoveClient(c)
+		syscall.Close(fd)
+		return true
+	}
+	l := s.loops[s.next%len(s.loops)]
+	s.next++
+	s.lconns[lc] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	l.mu.Lock()
+	l.conns[fd] = lc
+	l.mu.Unlock()
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
+		srv.Log.Warn("event loop refused a connection", "addr", addr, "err", err)
+		lc.kill()
+	}
+	return true
+}
+
+// kill closes the connection from any goroutine (CLIENT KILL, Close): the
+// socket is shut down, and the loop, seeing it hang up, closes it.
+func (lc *lconn) kill() {
+	lc.mu.Lock()
+	if !lc.dead {
+		syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+	}
+	lc.mu.Unlock()
+}
+
+// Waiting. A goroutine blocked in a system call gives up its P, and the
+// runtime hands the P to another thread; when the call returns, the loop
+// must get a P back. On a server pinned to one core that is a thread
+// switch per round and the p99 of c=50 P=1 doubled (1.8 ms against 0.8
+// ms). So while requests keep coming the loop waits up to rawWaitMs in
+// epoll holding its P (the runtime preempts it by a signal, which ends
+// the wait, when it must), and yields to other goroutines after every
+// round; only after idleWaits empty waits does it block the ordinary
+// way, so an idle server costs nothing.
+const (
+	rawWaitMs = 1
+	idleWaits = 20
+)
+
+// wait fills l.events and returns how many there are.
+func (l *loop) wait(idle int) int {
+	timeout := rawWaitMs
+	if idle >= idleWaits {
+		timeout = 0 // a last look before blocking
+	}
+	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(timeout), 0, 0)
+	if e == 0 && n > 0 {
+		return int(n)
+	}
+	if idle < idleWaits {
+		return 0
+	}
+	block := -1
+	if l.s.cmds.IdleTimeout() > 0 {
+		block = 1000 // sweep idle connections every second
+	}
+	m, err := syscall.EpollWait(l.epfd, l.events, block)
+	if err != nil && err != syscall.EINTR {
+		l.s.cmds.Log.Error("event loop wait failed", "err", err)
+	}
+	return max(m, 0)
+}
+
+func (l *loop) run() {
+	defer l.s.wg.Done()
+	idle := 0
+	for {
+		n := l.wait(idle)
+		if n == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+		for _, ev := range l.events[:n] {
+			fd := int(ev.Fd)
+			if fd == l.wake[0] {
+				var b [64]byte
+				for {
+					if k, err := syscall.Read(fd, b[:]); k <= 0 || err != nil {
+						break
+					}
+				}
+				continue
+			}
+			l.mu.Lock()
+			lc := l.conns[fd]
+			l.mu.Unlock()
+			if lc == nil {
+				continue
+			}
+			l.handle(lc, ev.Events)
+		}
+		for _, lc := range l.round {
+			lc.seen = false
+			if !lc.dead && !lc.busy {
+				l.write(lc)
+			}
+		}
+		clear(l.round)
+		l.round = l.round[:0]
+		l.sweepIdle()
+		runtime.Gosched() // timers and other goroutines get their turn every round
+		if l.stop.Load() {
+			l.mu.Lock()
+			empty := len(l.conns) == 0
+			l.mu.Unlock()
+			if empty {
+				syscall.Close(l.epfd)
+				syscall.Close(l.wake[0])
+				syscall.Close(l.wake[1])
+				return
+			}
+		}
+	}
+}
+
+// handle serves one connection's event: writes what was pending if it is
+// writable, else runs every complete command it sent.
+func (l *loop) handle(lc *lconn, events uint32) {
+	if lc.busy {
+		if events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+			l.close(lc)
+		} else if events&syscall.EPOLLOUT != 0 {
+			l.write(lc)
+		}
+		return
+	}
+	srv := l.s.cmds
+	lim := srv.Limits()
+	lc.src.ready = true
+	lc.c.Mark()
+	for {
+		args, err := lc.rd.Next()
+		if err == errWouldBlock {
+			break
+		}
+		if err != nil {
+			var pe ProtocolError
+			if errors.As(err, &pe) {
+				lc.w.Error(string(pe))
+				srv.Log.Debug("protocol error, closing connection", "addr", lc.c.Addr, "err", string(pe))
+			} else if !errors.Is(err, io.EOF) {
+				srv.Log.Debug("connection read failed", "addr", lc.c.Addr, "err", err)
+			}
+			l.write(lc)
+			l.close(lc)
+			return
+		}
+		srv.Exec(lc.c, args, lc.w)
+		if len(lc.w.Bytes()) > lim.MaxOutput {
+			srv.Log.Warn("client output limit reached, closing connection", "addr", lc.c.Addr, "bytes", len(lc.w.Bytes()), "limit", lim.MaxOutput)
+			lc.w.Reset()
+			lc.out = 0
+			lc.w.Error("ERR output buffer limit reached")
+			l.write(lc)
+			l.close(lc)
+			return
+		}
+		if lc.c.CloseAfterReply() {
+			l.write(lc)
+			l.close(lc)
+			return
+		}
+		if len(lc.w.Bytes()) >= flushThreshold {
+			if l.write(lc); lc.dead || lc.busy {
+				return // the client reads slowly: read nothing more until it has
+			}
+		}
+	}
+	if len(lc.w.Bytes()) > 0 && !lc.seen {
+		lc.seen = true
+		l.round = append(l.round, lc)
+	}
+}
+
+// write sends the connection's pending replies. What the socket does not
+// take now waits for writability, and the connection's input waits too.
+func (l *loop) write(lc *lconn) {
+	b := lc.w.Bytes()
+	sent := 0
+	for lc.out < len(b) {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(lc.fd), uintptr(unsafe.Pointer(&b[lc.out])), uintptr(len(b)-lc.out),
+			syscall.MSG_NOSIGNAL, 0, 0)
+		switch e {
+		case 0:
+			lc.out += int(n)
+			sent += int(n)
+			continue
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			l.s.cmds.CountTraffic(lc.rd.TakeCount(), sent)
+			if !lc.busy {
+				lc.busy = true
+				l.interest(lc, syscall.EPOLLOUT)
+			}
+			return
+		}
+		l.s.cmds.CountTraffic(lc.rd.TakeCount(), sent)
+		l.close(lc)
+		return
+	}
+	l.s.cmds.CountTraffic(lc.rd.TakeCount(), sent)
+	lc.w.Reset()
+	lc.out = 0
+	if lc.busy {
+		lc.busy = false
+		l.interest(lc, syscall.EPOLLIN|syscall.EPOLLRDHUP)
+		if lc.rd.Buffered() > 0 { // commands read before the pause
+			l.handle(lc, 0)
+		}
+	}
+}
+
+func (l *loop) interest(lc *lconn, events uint32) {
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, lc.fd, &syscall.EpollEvent{Events: events, Fd: int32(lc.fd)})
+}
+
+// close closes the connection (on the loop's goroutine only).
+func (l *loop) close(lc *lconn) {
+	if lc.dead {
+		return
+	}
+	lc.mu.Lock()
+	lc.dead = true
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, lc.fd, nil)
+	l.mu.Lock()
+	delete(l.conns, lc.fd)
+	l.mu.Unlock()
+	syscall.Close(lc.fd)
+	lc.mu.Unlock()
+	l.s.cmds.RemoveClient(lc.c)
+	l.s.mu.Lock()
+	delete(l.s.lconns, lc)
+	l.s.mu.Unlock()
+	l.s.wg.Done()
+}
+
+// sweepIdle closes connections idle past the timeout (CONFIG SET
+// timeout), at most once a second.
+func (l *loop) sweepIdle() {
+	t := l.s.cmds.IdleTimeout()
+	if t <= 0 || time.Since(l.swept) < time.Second {
+		return
+	}
+	l.swept = time.Now()
+	l.mu.Lock()
+	var idle []*lconn
+	for _, lc := range l.conns {
+		if lc.c.Idle() > t && !lc.busy {
+			idle = append(idle, lc)
+		}
+	}
+	l.mu.Unlock()
+	for _, lc := range idle {
+		l.close(lc)
+	}
+}

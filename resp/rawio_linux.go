@@ -1,0 +1,98 @@
+package resp
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// rawIO reads and writes a TCP or Unix connection with raw system calls
+// that never block (the socket is non-blocking; EAGAIN waits in Go's
+// poller as net.Conn does). A plain net.Conn read or write tells the
+// scheduler it entered a system call, and when one takes more than 20 µs
+// (a loopback write that runs the receiver's TCP stack often does) the
+// scheduler hands the P to another thread: on a server pinned to one core
+// two threads then share it, and a request waits for an OS time slice,
+// milliseconds, in the p99. A raw call keeps the P and its thread.
+func rawIO(nc net.Conn) io.ReadWriter {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nc
+	}
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return nc
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	return &rawConn{rc: rc}
+}
+
+type rawConn struct {
+	rc syscall.RawConn
+}
+
+func (c *rawConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var errno syscall.Errno
+	err := c.rc.Read(func(fd uintptr) bool {
+		for {
+			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			switch e {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false // wait until readable
+			}
+			n, errno = int(r), e
+			return true
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, os.NewSyscallError("read", errno)
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (c *rawConn) Write(p []byte) (int, error) {
+	written := 0
+	var errno syscall.Errno
+	err := c.rc.Write(func(fd uintptr) bool {
+		for written < len(p) {
+			// send with MSG_NOSIGNAL: a peer gone answers EPIPE, no signal.
+			r, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[written])), uintptr(len(p)-written),
+				syscall.MSG_NOSIGNAL, 0, 0)
+			switch e {
+			case 0:
+				written += int(r)
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false // wait until writable
+			default:
+				errno = e
+				return true
+			}
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return written, err
+	case errno != 0:
+		return written, os.NewSyscallError("write", errno)
+	}
+	return written, nil
+}
