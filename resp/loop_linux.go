@@ -36,6 +36,7 @@ type loop struct {
 	mu     sync.Mutex
 	conns  map[int]*lconn // by fd; the loop reads, the acceptor adds
 	stop   atomic.Bool
+	exited bool // its descriptors are closed (guarded by mu)
 	events []syscall.EpollEvent
 	round  []*lconn // connections with replies to write this round
 	swept  time.Time
@@ -126,8 +127,12 @@ func newLoop(s *Server) (*loop, error) {
 }
 
 func (l *loop) wakeUp() {
-	var b [1]byte
-	syscall.Write(l.wake[1], b[:])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.exited {
+		var b [1]byte
+		syscall.Write(l.wake[1], b[:])
+	}
 }
 
 // adopt moves an accepted connection onto a loop. It reports false if
@@ -285,14 +290,15 @@ func (l *loop) run() {
 		runtime.Gosched() // timers and other goroutines get their turn every round
 		if l.stop.Load() {
 			l.mu.Lock()
-			empty := len(l.conns) == 0
-			l.mu.Unlock()
-			if empty {
+			if len(l.conns) == 0 {
+				l.exited = true
 				syscall.Close(l.epfd)
 				syscall.Close(l.wake[0])
 				syscall.Close(l.wake[1])
+				l.mu.Unlock()
 				return
 			}
+			l.mu.Unlock()
 		}
 	}
 }

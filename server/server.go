@@ -53,6 +53,9 @@ type Server struct {
 	store  *persist.Store
 	snap   *persist.Snapshotter
 	log    *slog.Logger
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // Start validates opts, listens, and serves in the background. The
@@ -183,11 +186,18 @@ func newClock(mode string, start, highWater int64) clock.Clock {
 // Close stops the server without a final snapshot (Shutdown saves).
 func (s *Server) Close(ctx context.Context) error { return s.Shutdown(ctx, false) }
 
-// Shutdown stops the server: no new connections, existing ones closed,
+// Shutdown stops the server (once; later calls return the first one's
+// result): no new connections, existing ones closed,
 // the background loops stopped, then, if save is set and persistence is
 // on, a final snapshot, and the store closed. It waits at most until ctx
 // ends for connections to finish.
 func (s *Server) Shutdown(ctx context.Context, save bool) error {
+	s.stopOnce.Do(func() { s.stopErr = s.shutdown(ctx, save) })
+	return s.stopErr
+}
+
+// shutdown is Shutdown's work, done once: later calls return its result.
+func (s *Server) shutdown(ctx context.Context, save bool) error {
 	s.cancel()
 	err := s.resp.Close(ctx)
 	if serr := <-s.done; err == nil {
