@@ -18,10 +18,11 @@ def load(paths):
         for r in csv.DictReader(f):
             try:
                 key = (r["setting"], r["test"])
-                rows.setdefault(key, []).append((float(r["rps"]), float(r["p50_ms"]), float(r["p99_ms"])))
+                rows.setdefault(key, []).append((float(r["rps"]), float(r["p50_ms"]), float(r["p99_ms"]),
+                                                 float(r.get("client_cpu") or "nan"), float(r.get("server_cpu") or "nan")))
             except (KeyError, ValueError):
                 continue
-    return {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in rows.items()}
+    return {k: tuple(statistics.median(x[i] for x in v) for i in range(5)) for k, v in rows.items()}
 
 
 redis, rl = load(sys.argv[1]), load(sys.argv[2])
@@ -40,3 +41,17 @@ print("|---|---|")
 for (s, t), v in sorted(rl.items()):
     if t in ("gcra", "fixed", "log", "slide", "bucket") and s in ping:
         print(f"| c{s.replace(':', ' P')} {names[t].split(' vs')[0]} | {100 * v[0] / ping[s]:.0f}% |")
+
+print()
+print("| c=50 P=1 test | rlserver p99 ms | Redis PING_MBULK p99 ms (same session) | no worse? |")
+print("|---|---|---|---|")
+for (s_, t), v in sorted(rl.items()):
+    if s_.endswith(":1") and (s_, "ping_mbulk") in redis:
+        r99 = redis[(s_, "ping_mbulk")][2]
+        print(f"| {names.get(t, t).split(' vs')[0]} | {v[2]:.2f} | {r99:.2f} | {'yes' if v[2] <= r99 else 'no'} |")
+print()
+print("| setting | test | rlserver server CPU µs/request | client (redis-benchmark) CPU, cores |")
+print("|---|---|---|---|")
+for (s_, t), v in sorted(rl.items()):
+    if v[4] == v[4] and v[0] > 0:
+        print(f"| c{s_.replace(':', ' P')} | {names.get(t, t).split(' vs')[0]} | {1e6 * v[4] / v[0]:.2f} | {v[3]:.2f} |")

@@ -119,6 +119,10 @@ func (e *Engine) Restore(r Record, now int64) bool {
 	if r.Kind == KindLog {
 		en.b, en.c = 0, 0
 	}
-	s.putLocked(off, oldEnd, h, key, en, r.Log)
+	var runs []byte
+	if r.Kind == KindLog {
+		runs = appendRuns(nil, uint64(r.Deadline), r.Log)
+	}
+	s.putLocked(off, oldEnd, h, key, en, runs)
 	return true
 }

@@ -60,7 +60,7 @@ type shard struct {
 	mem     *regions // the regions behind slots and data
 	seed    maphash.Seed
 	buf     []byte  // scratch: a record being encoded
-	words   []int64 // scratch: an RL.LOG log being decided
+	logBuf  []byte  // scratch: an RL.LOG's new runs
 	// Change tracking for snapshots (only when track is set): offsets of
 	// records marked dirty and keys deleted since the last Changes call,
 	// whether the shard was flushed meanwhile, and how many changes this
@@ -112,12 +112,12 @@ func (s *shard) markDirtyLocked(off int, wasDirty bool) {
 	}
 }
 
-// putLocked stores state e (and RL.LOG's words) for key: over its record
+// putLocked stores state e (and RL.LOG's encoded runs) for key: over its record
 // at off, which ends at oldEnd, when the key exists (oldEnd > 0) and the
 // new record fits there, else as a new record. It marks the record
 // changed and returns its offset.
-func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, words []int64) int {
-	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, words)
+func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs []byte) int {
+	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, runs)
 	if oldEnd > 0 {
 		wasDirty := s.data[off]&hdrDirty != 0
 		if rec, ok := fillSlack(s.buf, oldEnd-off); ok {
@@ -262,13 +262,6 @@ func (s *shard) maybeCompactLocked() {
 	}
 }
 
-// keepWords keeps a log's backing array as the shard's scratch for the
-// next one, unless it is large (a huge log's memory goes back).
-func (s *shard) keepWords(w []int64) {
-	if c := cap(w); c > cap(s.words) && c <= 1<<16 {
-		s.words = w[:0:c]
-	}
-}
 
 // Engine is the sharded keyspace. It is safe for concurrent use; each
 // operation on a key locks only that key's shard.
@@ -648,20 +641,22 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	written := false
 	switch kind {
 	case KindLog:
-		entries := s.words[:0]
+		var runs []byte
 		if ok {
-			entries = decodeRuns(entries, uint64(e.deadline), parseRecord(s.data, off).runs)
+			runs = parseRecord(s.data, off).runs
 		}
 		// Only an admission stores the log: a rejected call or a peek
 		// leaves it exactly as it was (even the entries it found expired
 		// under its own window, which a later, longer window may count).
-		entries, total, res := logDecide(p, entries, cur.a, now)
+		out, total, deadline, res, admitted := logDecide(p, runs, uint64(e.deadline), now, s.logBuf[:0])
 		r = res
-		if !r.Limited && p.Cost > 0 {
-			s.putLocked(off, end, h, key, entry{kind: KindLog, a: total, deadline: deadlineAfter(now, r.ResetAfter)}, entries)
+		if admitted {
+			s.putLocked(off, end, h, key, entry{kind: KindLog, a: total, deadline: deadline}, out)
 			written = true
 		}
-		s.keepWords(entries)
+		if cap(out) <= 64<<10 { // keep the scratch unless a huge log grew it
+			s.logBuf = out[:0]
+		}
 	default:
 		var next state
 		switch kind {

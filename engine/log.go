@@ -1,93 +1,145 @@
 package engine
 
-// RL.LOG keeps the admission times of its units, oldest first, in one
-// []int64: a unit admitted alone is its timestamp t (>= 0); n >= 2 units
-// admitted at the same t are the pair -(t+1), n. So a cost-n admission
-// costs 8 or 16 bytes, never n words, and the log holds at most 8 bytes per
-// admitted unit.
+import "encoding/binary"
 
-// logRun returns the run starting at entries[i]: its time, its unit count
-// and the index of the next run.
-func logRun(entries []int64, i int) (t, n int64, next int) {
-	if v := entries[i]; v < 0 {
-		return -v - 1, entries[i+1], i + 2
-	}
-	return entries[i], 1, i + 1
+// RL.LOG keeps the admission times of its units as runs, (time, units)
+// pairs, one per distinct admission time, in its record, newest first:
+//
+//	uvarint n0 | zz(deadline - t0) | uvarint n1 | zz(t0 - t1) | ...
+//
+// so the newest run's time is one varint away, an admission only
+// rewrites the front (a new first run, the old first re-based on it) and
+// moves the rest unchanged, and the runs that left the window are cut off
+// the end. A cost-n admission is one run of a few bytes, never n entries.
+//
+// Outside the record (persistence's Record.Log) a log is a []int64 oldest
+// first: a unit admitted alone is its time t (>= 0); n >= 2 units admitted
+// at the same t are the pair -(t+1), n.
+
+// logRunAt decodes the run at runs[i]; prev is the time of the run before
+// it (the next newer one), or the deadline for the first.
+func logRunAt(runs []byte, i int, prev uint64) (t uint64, n uint64, next int) {
+	n, i = uvarint(runs, i)
+	d, i := uvarint(runs, i)
+	return prev - uint64(unzz(d)), n, i
 }
 
-// logDecide runs RL.LOG on a log holding total units. It drops the runs
-// that have left the window (t <= now - W), decides, and appends on
-// admission. The returned slice may share entries' array; the caller
-// stores it in place of entries.
-func logDecide(p Params, entries []int64, total, now int64) ([]int64, int64, Result) {
-	// An entry t counts during [t, t+W): drop those with t + W <= now.
-	i := 0
-	for i < len(entries) {
-		t, n, next := logRun(entries, i)
-		if t > now-p.Window {
+// logDecide runs RL.LOG on the log runs (newest first, the first run's
+// time relative to deadline dl). Units with t <= now-W
+// have left the window. On admission it appends the new log's runs to dst
+// and returns them with the new total and deadline; a rejected call or a
+// peek changes nothing (admitted is false and the log stays as it was).
+func logDecide(p Params, runs []byte, dl uint64, now int64, dst []byte) (out []byte, newTotal, deadline int64, r Result, admitted bool) {
+	// Walk newest first to where the expired runs begin (cut) and count
+	// the units that remain.
+	cut, kept := len(runs), int64(0)
+	var t0, n0 uint64
+	firstEnd := 0
+	prev := dl
+	for i := 0; i < len(runs); {
+		t, n, next := logRunAt(runs, i, prev)
+		if int64(t) <= now-p.Window {
+			cut = i
 			break
 		}
-		total -= n
-		i = next
-	}
-	entries = entries[i:]
-	r := Result{Limit: p.Limit, RetryAfter: -1}
-	if fitsUnder(total, p.Cost, p.Limit) {
-		if p.Cost > 0 {
-			entries = logAppend(entries, now, p.Cost)
-			total += p.Cost
+		if i == 0 {
+			t0, n0, firstEnd = t, n, next
 		}
+		kept = satAdd(kept, int64(n))
+		prev, i = t, next
+	}
+	total := kept // the units the runs that remain hold
+	r = Result{Limit: p.Limit, RetryAfter: -1}
+	if fitsUnder(total, p.Cost, p.Limit) {
+		admitted = p.Cost > 0
 	} else {
 		r.Limited = true
 		if p.Cost <= p.Limit {
-			// The request fits once the oldest total+cost-limit units are gone.
+			// The request fits once the oldest total+cost-limit units are
+			// gone: at the oldest run j with (units in j and older) >= need,
+			// that is (units newer than j) <= total - need.
 			need := total - (p.Limit - p.Cost)
-			for j := 0; j < len(entries); {
-				t, n, next := logRun(entries, j)
-				if need -= n; need <= 0 {
-					r.RetryAfter = t + p.Window - now
-					break
+			newer := int64(0)
+			prev = dl
+			for i := 0; i < cut; {
+				t, n, next := logRunAt(runs, i, prev)
+				if newer <= total-need {
+					r.RetryAfter = int64(t) + p.Window - now
 				}
-				j = next
+				newer = satAdd(newer, int64(n))
+				prev, i = t, next
 			}
 		}
 	}
+	newest, any := int64(t0), cut > 0
+	if admitted {
+		total = satAdd(total, p.Cost)
+		newest, any = now, true
+	}
 	r.Remaining = max(p.Limit-total, 0)
-	if len(entries) > 0 {
-		r.ResetAfter = logNewest(entries) + p.Window - now
+	if any {
+		r.ResetAfter = newest + p.Window - now
 	}
-	return entries, total, r
+	if !admitted {
+		return dst, total, 0, r, false
+	}
+	deadline = deadlineAfter(now, r.ResetAfter)
+	nd := uint64(deadline)
+	if cut > 0 && t0 == uint64(now) { // same ns as the newest run: merge
+		dst = binary.AppendUvarint(dst, uint64(satAdd(int64(n0), p.Cost)))
+		dst = binary.AppendUvarint(dst, zz(int64(nd-uint64(now))))
+		dst = append(dst, runs[firstEnd:cut]...)
+	} else {
+		dst = binary.AppendUvarint(dst, uint64(p.Cost))
+		dst = binary.AppendUvarint(dst, zz(int64(nd-uint64(now))))
+		if cut > 0 {
+			dst = binary.AppendUvarint(dst, n0)
+			dst = binary.AppendUvarint(dst, zz(int64(uint64(now)-t0)))
+			dst = append(dst, runs[firstEnd:cut]...)
+		}
+	}
+	return dst, total, deadline, r, true
 }
 
-// lastRun reports whether the log ends with a run (its last word is then a
-// count). Negative words only start runs, so the second-to-last word
-// decides: no tail walk is needed.
-func lastRun(entries []int64) bool {
-	k := len(entries)
-	return k >= 2 && entries[k-2] < 0
+// appendRuns encodes a log given oldest first in words (persistence's
+// form) as runs, newest first, relative to deadline dl.
+func appendRuns(dst []byte, dl uint64, words []int64) []byte {
+	type run struct{ t, n int64 }
+	var rs []run
+	for i := 0; i < len(words); {
+		if v := words[i]; v < 0 && i+1 < len(words) {
+			rs = append(rs, run{-v - 1, words[i+1]})
+			i += 2
+		} else {
+			rs = append(rs, run{v, 1}) // a malformed trailing marker is read as one unit
+			i++
+		}
+	}
+	prev := dl
+	for k := len(rs) - 1; k >= 0; k-- {
+		dst = binary.AppendUvarint(dst, uint64(rs[k].n))
+		dst = binary.AppendUvarint(dst, zz(int64(prev-uint64(rs[k].t))))
+		prev = uint64(rs[k].t)
+	}
+	return dst
 }
 
-// logAppend adds n units at time t (not before the newest entry), merging
-// with a run or unit already at t.
-func logAppend(entries []int64, t, n int64) []int64 {
-	k := len(entries)
-	switch {
-	case lastRun(entries) && entries[k-2] == -(t+1):
-		entries[k-1] = satAdd(entries[k-1], n)
-		return entries
-	case k > 0 && !lastRun(entries) && entries[k-1] == t:
-		entries[k-1] = -(t + 1)
-		return append(entries, satAdd(n, 1))
-	case n == 1:
-		return append(entries, t)
+// decodeRuns appends the log encoded in runs to words, oldest first.
+func decodeRuns(words []int64, dl uint64, runs []byte) []int64 {
+	type run struct{ t, n uint64 }
+	var rs []run
+	prev := dl
+	for i := 0; i < len(runs); {
+		t, n, next := logRunAt(runs, i, prev)
+		rs = append(rs, run{t, n})
+		prev, i = t, next
 	}
-	return append(entries, -(t + 1), n)
-}
-
-// logNewest returns the time of the newest unit of a non-empty log.
-func logNewest(entries []int64) int64 {
-	if lastRun(entries) {
-		return -entries[len(entries)-2] - 1
+	for k := len(rs) - 1; k >= 0; k-- {
+		if t := rs[k].t; rs[k].n == 1 && int64(t) >= 0 {
+			words = append(words, int64(t))
+		} else {
+			words = append(words, -int64(t)-1, int64(rs[k].n))
+		}
 	}
-	return entries[len(entries)-1]
+	return words
 }

@@ -16,15 +16,18 @@ func TestLogAgainstBruteForce(t *testing.T) {
 	for round := 0; round < 200; round++ {
 		W := int64(1+r.IntN(50)) * 1_000_000
 		limit := int64(r.IntN(12))
-		var entries []int64
+		var runs []byte // the log as its record holds it
+		var dl uint64   // and the deadline its first run is relative to
 		var total int64
 		var units []int64 // brute force: one timestamp per unit
 		now := int64(1_700_000_000_000_000_000)
 		for op := 0; op < 200; op++ {
 			now += int64(r.IntN(int(W / 3)))
 			cost := int64(r.IntN(5))
-			var res Result
-			entries, total, res = logDecide(Params{Limit: limit, Window: W, Cost: cost}, entries, total, now)
+			out, tot, deadline, res, admitted := logDecide(Params{Limit: limit, Window: W, Cost: cost}, runs, dl, now, nil)
+			if admitted {
+				runs, dl, total = out, uint64(deadline), tot
+			}
 
 			live := units[:0:0]
 			for _, u := range units {
@@ -40,8 +43,26 @@ func TestLogAgainstBruteForce(t *testing.T) {
 					units = append(units, now)
 				}
 			}
-			require.Equal(t, int64(len(units)), total)
-			require.Equal(t, max(limit-total, 0), res.Remaining)
+			if admit && cost > 0 {
+				require.Equal(t, int64(len(units)), total)
+				// The runs decode to the units, oldest first.
+				var got []int64
+				words := decodeRuns(nil, dl, runs)
+				for i := 0; i < len(words); {
+					if words[i] < 0 {
+						for range words[i+1] {
+							got = append(got, -words[i]-1)
+						}
+						i += 2
+					} else {
+						got = append(got, words[i])
+						i++
+					}
+				}
+				require.Equal(t, units, got, "seed %d op %d", seed, op)
+				require.Equal(t, runs, appendRuns(nil, dl, words), "seed %d op %d: re-encoding", seed, op)
+			}
+			require.Equal(t, max(limit-int64(len(units)), 0), res.Remaining)
 			wantReset := int64(0)
 			if len(units) > 0 {
 				wantReset = units[len(units)-1] + W - now
@@ -53,27 +74,35 @@ func TestLogAgainstBruteForce(t *testing.T) {
 				wantRetry = units[k-1] + W - now
 			}
 			require.Equal(t, wantRetry, res.RetryAfter, "seed %d op %d", seed, op)
-			// Compactness: at most 8 bytes per unit held.
-			require.LessOrEqual(t, int64(len(entries)), total)
+			if admitted { // compactness: at most 8 bytes per unit held
+				require.LessOrEqual(t, len(runs), 8*len(units))
+			}
 		}
 	}
 }
 
 func TestLogRunsAreCompact(t *testing.T) {
-	var entries []int64
+	var runs []byte
+	var dl uint64
 	var total int64
 	now := int64(1_700_000_000_000_000_000)
 	p := Params{Limit: 1 << 62, Window: 60_000_000_000, Cost: 1 << 40}
 	for i := 0; i < 100; i++ {
-		entries, total, _ = logDecide(p, entries, total, now+int64(i))
+		out, tot, deadline, _, ok := logDecide(p, runs, dl, now+int64(i), nil)
+		require.True(t, ok)
+		runs, dl, total = out, uint64(deadline), tot
 	}
 	require.Equal(t, int64(100)<<40, total)
-	require.Len(t, entries, 200, "one 16-byte run per cost-2^40 admission")
+	// Runs 1 ns apart of 2^40 units: 6 bytes of count and 1 of time each,
+	// but the newest, whose time (60 s before the deadline) takes 6.
+	require.Equal(t, 99*(6+1)+6+6, len(runs), "one small run per cost-2^40 admission")
 	// Several admissions in the same nanosecond merge into one run.
-	entries, total = nil, 0
+	runs, dl = nil, 0
 	p.Cost = 1
 	for i := 0; i < 50; i++ {
-		entries, total, _ = logDecide(p, entries, total, now)
+		out, _, deadline, _, ok := logDecide(p, runs, dl, now, nil)
+		require.True(t, ok)
+		runs, dl = out, uint64(deadline)
 	}
-	require.Equal(t, []int64{-(now + 1), 50}, entries)
+	require.Equal(t, []int64{-(now + 1), 50}, decodeRuns(nil, dl, runs))
 }

@@ -21,8 +21,7 @@ import (
 //	RL.BUCKET    rate | zz(lo(D)) | zz(hi(D) - sign(lo(D)))  where D = deadline*rate - TAT (128-bit)
 //	RL.LOG       units held | byte length of the runs | runs
 //
-// An RL.LOG run is uvarint units | zz(time difference), the first run's
-// time a difference from the deadline, each later one from the run before.
+// RL.LOG's runs are described in log.go.
 // Every encoding is total (any words round-trip exactly, with wrapping
 // arithmetic), so a restored record is held as it came.
 //
@@ -74,9 +73,9 @@ func uvarintSlow(b []byte, i int) (uint64, int) {
 }
 
 // appendRecord encodes a live record up to its slack (hdr carries the
-// kind and dirty bit); withSlack completes it. words is RL.LOG's log
-// (ignored for other kinds).
-func appendRecord(dst []byte, hdr byte, key []byte, e entry, words []int64) []byte {
+// kind and dirty bit); withSlack completes it. runs is RL.LOG's encoded
+// log (log.go; ignored for other kinds).
+func appendRecord(dst []byte, hdr byte, key []byte, e entry, runs []byte) []byte {
 	dst = append(dst, hdr)
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	dst = append(dst, key...)
@@ -99,16 +98,8 @@ func appendRecord(dst []byte, hdr byte, key []byte, e entry, words []int64) []by
 		dst = binary.AppendUvarint(dst, zz(int64(hi-uint64(int64(lo)>>63))))
 	case KindLog:
 		dst = binary.AppendUvarint(dst, uint64(e.a))
-		var runs [binary.MaxVarintLen64 * 2]byte
-		start := len(dst)
-		// The runs' byte length precedes them; write them after a
-		// placeholder-free pass: encode to the end, then move them up.
-		dst = appendRuns(dst, dl, words)
-		n := len(dst) - start
-		m := binary.PutUvarint(runs[:], uint64(n))
-		dst = append(dst, runs[:m]...)
-		copy(dst[start+m:], dst[start:start+n])
-		copy(dst[start:], runs[:m])
+		dst = binary.AppendUvarint(dst, uint64(len(runs)))
+		dst = append(dst, runs...)
 	}
 	return dst
 }
@@ -119,51 +110,6 @@ func bucketDelta(dl uint64, e entry) (hi, lo uint64) {
 	lo, borrow := bits.Sub64(pl, uint64(e.b), 0)
 	hi, _ = bits.Sub64(ph, uint64(e.a), borrow)
 	return hi, lo
-}
-
-// appendRuns encodes an RL.LOG log (words in logRun's form).
-func appendRuns(dst []byte, dl uint64, words []int64) []byte {
-	prev := dl
-	first := true
-	for i := 0; i < len(words); {
-		var t, n int64
-		if v := words[i]; v < 0 && i+1 < len(words) {
-			t, n, i = -v-1, words[i+1], i+2
-		} else {
-			t, n, i = v, 1, i+1 // a malformed trailing marker is read as one unit
-		}
-		dst = binary.AppendUvarint(dst, uint64(n))
-		if first {
-			dst = binary.AppendUvarint(dst, zz(int64(prev-uint64(t))))
-			first = false
-		} else {
-			dst = binary.AppendUvarint(dst, zz(int64(uint64(t)-prev)))
-		}
-		prev = uint64(t)
-	}
-	return dst
-}
-
-// decodeRuns appends the log encoded in runs to words.
-func decodeRuns(words []int64, dl uint64, runs []byte) []int64 {
-	prev := dl
-	for i := 0; i < len(runs); {
-		first := i == 0
-		var n, d uint64
-		n, i = uvarint(runs, i)
-		d, i = uvarint(runs, i)
-		t := prev + uint64(unzz(d))
-		if first {
-			t = dl - uint64(unzz(d))
-		}
-		prev = t
-		if n == 1 && int64(t) >= 0 {
-			words = append(words, int64(t))
-		} else {
-			words = append(words, -int64(t)-1, int64(n))
-		}
-	}
-	return words
 }
 
 // parsed is a record located in a data region.

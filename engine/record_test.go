@@ -64,7 +64,11 @@ func TestRecordRoundTrip(t *testing.T) {
 			hdr |= hdrDirty
 		}
 		pad := r.IntN(3)
-		b := withSlack(appendRecord(make([]byte, pad), hdr, key, e, words), r.IntN(200))
+		var runs []byte
+		if kind == KindLog {
+			runs = appendRuns(nil, uint64(e.deadline), words)
+		}
+		b := withSlack(appendRecord(make([]byte, pad), hdr, key, e, runs), r.IntN(200))
 		p := parseRecord(b, pad)
 		require.Equal(t, len(b), p.end, "seed %d n %d", seed, n)
 		require.Equal(t, hdr, p.hdr)
