@@ -19,6 +19,7 @@ func recordOf(p parsed) Record {
 	r := Record{Key: string(p.key), Kind: e.kind, Deadline: e.deadline, A: e.a, B: e.b, C: e.c}
 	if e.kind == KindLog {
 		r.Log = decodeRuns(nil, uint64(e.deadline), p.runs)
+		r.B = 0 // the oldest run's time, derived from the log
 	}
 	return r
 }
@@ -117,7 +118,7 @@ func (e *Engine) Restore(r Record, now int64) bool {
 	}
 	en := entry{kind: r.Kind, deadline: r.Deadline, a: r.A, b: r.B, c: r.C}
 	if r.Kind == KindLog {
-		en.b, en.c = 0, 0
+		en.b, en.c = int64(logOldest(r.Log)), 0
 	}
 	var runs []byte
 	if r.Kind == KindLog {

@@ -641,21 +641,21 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	written := false
 	switch kind {
 	case KindLog:
-		var runs []byte
+		var ls logState
 		if ok {
-			runs = parseRecord(s.data, off).runs
+			ls = logState{runs: parseRecord(s.data, off).runs, dl: uint64(e.deadline), total: e.a, oldest: uint64(e.b)}
 		}
 		// Only an admission stores the log: a rejected call or a peek
 		// leaves it exactly as it was (even the entries it found expired
 		// under its own window, which a later, longer window may count).
-		out, total, deadline, res, admitted := logDecide(p, runs, uint64(e.deadline), now, s.logBuf[:0])
+		next, deadline, res, admitted := logDecide(p, ls, now, s.logBuf[:0])
 		r = res
 		if admitted {
-			s.putLocked(off, end, h, key, entry{kind: KindLog, a: total, deadline: deadline}, out)
+			s.putLocked(off, end, h, key, entry{kind: KindLog, a: next.total, b: int64(next.oldest), deadline: deadline}, next.runs)
 			written = true
-		}
-		if cap(out) <= 64<<10 { // keep the scratch unless a huge log grew it
-			s.logBuf = out[:0]
+			if cap(next.runs) <= 64<<10 { // keep the scratch unless a huge log grew it
+				s.logBuf = next.runs[:0]
+			}
 		}
 	default:
 		var next state

@@ -24,31 +24,66 @@ func logRunAt(runs []byte, i int, prev uint64) (t uint64, n uint64, next int) {
 	return prev - uint64(unzz(d)), n, i
 }
 
-// logDecide runs RL.LOG on the log runs (newest first, the first run's
-// time relative to deadline dl). Units with t <= now-W
-// have left the window. On admission it appends the new log's runs to dst
-// and returns them with the new total and deadline; a rejected call or a
-// peek changes nothing (admitted is false and the log stays as it was).
-func logDecide(p Params, runs []byte, dl uint64, now int64, dst []byte) (out []byte, newTotal, deadline int64, r Result, admitted bool) {
-	// Walk newest first to where the expired runs begin (cut) and count
-	// the units that remain.
-	cut, kept := len(runs), int64(0)
+// varintStart returns where the varint that ends just before end starts:
+// a varint's last byte has its high bit clear and the others set, so a run
+// of varints can be walked backwards too.
+func varintStart(b []byte, end int) int {
+	i := end - 1
+	for i > 0 && b[i-1] >= 0x80 {
+		i--
+	}
+	return i
+}
+
+// logState is an RL.LOG record's state: its runs (newest first, the first
+// run's time relative to the deadline), the units they hold and the
+// oldest run's time, which lets expired runs be cut off the end without
+// walking the log.
+type logState struct {
+	runs   []byte
+	dl     uint64
+	total  int64
+	oldest uint64
+}
+
+// logDecide runs RL.LOG. Units with t <= now-W have left the window. On
+// admission it appends the new log's runs to dst and returns the new
+// state and deadline; a rejected call or a peek changes nothing (admitted
+// is false and the log stays as it was). An admission costs the runs it
+// cuts off plus a copy of the log's bytes; only a rejection that must say
+// when to retry walks the log.
+func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, deadline int64, r Result, admitted bool) {
+	runs := ls.runs
+	cut, total, tOld := len(runs), ls.total, ls.oldest
+	if total == 1<<63-1 { // saturated: count what the runs hold instead
+		total = 0
+		prev := ls.dl
+		for i := 0; i < len(runs); {
+			t, n, next := logRunAt(runs, i, prev)
+			total = satAdd(total, int64(n))
+			prev, i = t, next
+		}
+	}
+	// Cut the expired runs off the end, oldest first.
+	for cut > 0 && int64(tOld) <= now-p.Window {
+		dStart := varintStart(runs, cut)
+		nStart := varintStart(runs, dStart)
+		n, _ := uvarint(runs, nStart)
+		d, _ := uvarint(runs, dStart)
+		total = max(total-int64(n), 0)
+		cut = nStart
+		if cut > 0 {
+			tOld += uint64(unzz(d)) // the next newer run's time
+		}
+	}
+	if cut == 0 {
+		total = 0
+	}
 	var t0, n0 uint64
 	firstEnd := 0
-	prev := dl
-	for i := 0; i < len(runs); {
-		t, n, next := logRunAt(runs, i, prev)
-		if int64(t) <= now-p.Window {
-			cut = i
-			break
-		}
-		if i == 0 {
-			t0, n0, firstEnd = t, n, next
-		}
-		kept = satAdd(kept, int64(n))
-		prev, i = t, next
+	if cut > 0 {
+		t0, n0, firstEnd = logRunAt(runs, 0, ls.dl)
 	}
-	total := kept // the units the runs that remain hold
 	r = Result{Limit: p.Limit, RetryAfter: -1}
 	if fitsUnder(total, p.Cost, p.Limit) {
 		admitted = p.Cost > 0
@@ -60,7 +95,7 @@ func logDecide(p Params, runs []byte, dl uint64, now int64, dst []byte) (out []b
 			// that is (units newer than j) <= total - need.
 			need := total - (p.Limit - p.Cost)
 			newer := int64(0)
-			prev = dl
+			prev := ls.dl
 			for i := 0; i < cut; {
 				t, n, next := logRunAt(runs, i, prev)
 				if newer <= total-need {
@@ -81,7 +116,7 @@ func logDecide(p Params, runs []byte, dl uint64, now int64, dst []byte) (out []b
 		r.ResetAfter = newest + p.Window - now
 	}
 	if !admitted {
-		return dst, total, 0, r, false
+		return ls, 0, r, false
 	}
 	deadline = deadlineAfter(now, r.ResetAfter)
 	nd := uint64(deadline)
@@ -98,7 +133,22 @@ func logDecide(p Params, runs []byte, dl uint64, now int64, dst []byte) (out []b
 			dst = append(dst, runs[firstEnd:cut]...)
 		}
 	}
-	return dst, total, deadline, r, true
+	if cut == 0 {
+		tOld = uint64(now)
+	}
+	return logState{runs: dst, dl: nd, total: total, oldest: tOld}, deadline, r, true
+}
+
+// logOldest is the oldest unit's time of a log given oldest first in
+// words (persistence's form), 0 for an empty log.
+func logOldest(words []int64) uint64 {
+	if len(words) == 0 {
+		return 0
+	}
+	if v := words[0]; v < 0 && len(words) > 1 {
+		return uint64(-v - 1)
+	}
+	return uint64(words[0])
 }
 
 // appendRuns encodes a log given oldest first in words (persistence's

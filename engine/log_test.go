@@ -16,17 +16,15 @@ func TestLogAgainstBruteForce(t *testing.T) {
 	for round := 0; round < 200; round++ {
 		W := int64(1+r.IntN(50)) * 1_000_000
 		limit := int64(r.IntN(12))
-		var runs []byte // the log as its record holds it
-		var dl uint64   // and the deadline its first run is relative to
-		var total int64
+		var ls logState // the log as its record holds it
 		var units []int64 // brute force: one timestamp per unit
 		now := int64(1_700_000_000_000_000_000)
 		for op := 0; op < 200; op++ {
 			now += int64(r.IntN(int(W / 3)))
 			cost := int64(r.IntN(5))
-			out, tot, deadline, res, admitted := logDecide(Params{Limit: limit, Window: W, Cost: cost}, runs, dl, now, nil)
+			next, _, res, admitted := logDecide(Params{Limit: limit, Window: W, Cost: cost}, ls, now, nil)
 			if admitted {
-				runs, dl, total = out, uint64(deadline), tot
+				ls = next
 			}
 
 			live := units[:0:0]
@@ -44,10 +42,11 @@ func TestLogAgainstBruteForce(t *testing.T) {
 				}
 			}
 			if admit && cost > 0 {
-				require.Equal(t, int64(len(units)), total)
+				require.Equal(t, int64(len(units)), ls.total)
+				require.Equal(t, uint64(units[0]), ls.oldest)
 				// The runs decode to the units, oldest first.
 				var got []int64
-				words := decodeRuns(nil, dl, runs)
+				words := decodeRuns(nil, ls.dl, ls.runs)
 				for i := 0; i < len(words); {
 					if words[i] < 0 {
 						for range words[i+1] {
@@ -60,7 +59,7 @@ func TestLogAgainstBruteForce(t *testing.T) {
 					}
 				}
 				require.Equal(t, units, got, "seed %d op %d", seed, op)
-				require.Equal(t, runs, appendRuns(nil, dl, words), "seed %d op %d: re-encoding", seed, op)
+				require.Equal(t, ls.runs, appendRuns(nil, ls.dl, words), "seed %d op %d: re-encoding", seed, op)
 			}
 			require.Equal(t, max(limit-int64(len(units)), 0), res.Remaining)
 			wantReset := int64(0)
@@ -75,34 +74,32 @@ func TestLogAgainstBruteForce(t *testing.T) {
 			}
 			require.Equal(t, wantRetry, res.RetryAfter, "seed %d op %d", seed, op)
 			if admitted { // compactness: at most 8 bytes per unit held
-				require.LessOrEqual(t, len(runs), 8*len(units))
+				require.LessOrEqual(t, len(ls.runs), 8*len(units))
 			}
 		}
 	}
 }
 
 func TestLogRunsAreCompact(t *testing.T) {
-	var runs []byte
-	var dl uint64
-	var total int64
+	var ls logState
 	now := int64(1_700_000_000_000_000_000)
 	p := Params{Limit: 1 << 62, Window: 60_000_000_000, Cost: 1 << 40}
 	for i := 0; i < 100; i++ {
-		out, tot, deadline, _, ok := logDecide(p, runs, dl, now+int64(i), nil)
+		next, _, _, ok := logDecide(p, ls, now+int64(i), nil)
 		require.True(t, ok)
-		runs, dl, total = out, uint64(deadline), tot
+		ls = next
 	}
-	require.Equal(t, int64(100)<<40, total)
+	require.Equal(t, int64(100)<<40, ls.total)
 	// Runs 1 ns apart of 2^40 units: 6 bytes of count and 1 of time each,
 	// but the newest, whose time (60 s before the deadline) takes 6.
-	require.Equal(t, 99*(6+1)+6+6, len(runs), "one small run per cost-2^40 admission")
+	require.Equal(t, 99*(6+1)+6+6, len(ls.runs), "one small run per cost-2^40 admission")
 	// Several admissions in the same nanosecond merge into one run.
-	runs, dl = nil, 0
+	ls = logState{}
 	p.Cost = 1
 	for i := 0; i < 50; i++ {
-		out, _, deadline, _, ok := logDecide(p, runs, dl, now, nil)
+		next, _, _, ok := logDecide(p, ls, now, nil)
 		require.True(t, ok)
-		runs, dl = out, uint64(deadline)
+		ls = next
 	}
-	require.Equal(t, []int64{-(now + 1), 50}, decodeRuns(nil, dl, runs))
+	require.Equal(t, []int64{-(now + 1), 50}, decodeRuns(nil, ls.dl, ls.runs))
 }

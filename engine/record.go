@@ -19,7 +19,7 @@ import (
 //	RL.FIXED     zz(deadline - window start) | count
 //	RL.SLIDE     zz(deadline - window start) | current count | previous count
 //	RL.BUCKET    rate | zz(lo(D)) | zz(hi(D) - sign(lo(D)))  where D = deadline*rate - TAT (128-bit)
-//	RL.LOG       units held | byte length of the runs | runs
+//	RL.LOG       units held | zz(deadline - oldest run's time) | byte length of the runs | runs
 //
 // RL.LOG's runs are described in log.go.
 // Every encoding is total (any words round-trip exactly, with wrapping
@@ -38,7 +38,8 @@ const (
 // entry is a record's decoded state: deadline is the first Unix ns at
 // which the key no longer exists (alive iff now < deadline); a, b, c are
 // the algorithm's state words (CL.THROTTLE: a = TAT as uint64 bits;
-// RL.LOG: a = units held, the log itself is decoded separately).
+// RL.LOG: a = units held, b = the oldest run's time; its runs are read
+// from the record).
 type entry struct {
 	deadline int64
 	a, b, c  int64
@@ -98,6 +99,7 @@ func appendRecord(dst []byte, hdr byte, key []byte, e entry, runs []byte) []byte
 		dst = binary.AppendUvarint(dst, zz(int64(hi-uint64(int64(lo)>>63))))
 	case KindLog:
 		dst = binary.AppendUvarint(dst, uint64(e.a))
+		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(e.b))))
 		dst = binary.AppendUvarint(dst, uint64(len(runs)))
 		dst = append(dst, runs...)
 	}
@@ -173,6 +175,8 @@ func decodeState(b []byte, i int, kind Kind) (e entry, runs, end int) {
 	case KindLog:
 		u, i = uvarint(b, i)
 		e.a = int64(u)
+		u, i = uvarint(b, i)
+		e.b = int64(dl - uint64(unzz(u)))
 		runs = i
 		u, i = uvarint(b, i)
 		i += int(u)

@@ -98,7 +98,7 @@ func TestRecordsAreCompact(t *testing.T) {
 		{KindFixed, Params{Limit: 100, Window: 86400e9, Cost: 1}, 35},
 		{KindSlide, Params{Limit: 100, Window: 86400e9, Cost: 1}, 36},
 		{KindBucket, Params{Limit: 100, Window: 86400e9, Rate: 100, Cost: 1}, 30},
-		{KindLog, Params{Limit: 100, Window: 86400e9, Cost: 1}, 37},
+		{KindLog, Params{Limit: 100, Window: 86400e9, Cost: 1}, 44}, // the oldest run's time, 7 bytes, is kept too
 	} {
 		e := New(1)
 		_, err := e.Store().Limit(c.kind, key, c.p, now)
@@ -115,7 +115,7 @@ func TestRecordsAreCompact(t *testing.T) {
 			size := len(s.data) - s.garbage
 			t.Logf("log of 60 units: %d bytes, %d of garbage", size, s.garbage)
 			require.LessOrEqual(t, size, (c.limit+59*4)*5/4) // with its slack
-			require.LessOrEqual(t, s.garbage, 3*size)
+			require.LessOrEqual(t, s.garbage, max(3*size, 4096)) // compaction waits for the region to fill
 		}
 	}
 	e := New(1)
