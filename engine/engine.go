@@ -59,8 +59,8 @@ type shard struct {
 	garbage int      // bytes of dead records in data
 	mem     *regions // the regions behind slots and data
 	seed    maphash.Seed
-	buf     []byte  // scratch: a record being encoded
-	logBuf  []byte  // scratch: an RL.LOG's new runs
+	buf     []byte // scratch: a record being encoded
+	logBuf  []byte // scratch: an RL.LOG's new runs
 	// Change tracking for snapshots (only when track is set): offsets of
 	// records marked dirty and keys deleted since the last Changes call,
 	// whether the shard was flushed meanwhile, and how many changes this
@@ -261,7 +261,6 @@ func (s *shard) maybeCompactLocked() {
 		s.compactLocked(0)
 	}
 }
-
 
 // Engine is the sharded keyspace. It is safe for concurrent use; each
 // operation on a key locks only that key's shard.

@@ -16,7 +16,7 @@ func TestLogAgainstBruteForce(t *testing.T) {
 	for round := 0; round < 200; round++ {
 		W := int64(1+r.IntN(50)) * 1_000_000
 		limit := int64(r.IntN(12))
-		var ls logState // the log as its record holds it
+		var ls logState   // the log as its record holds it
 		var units []int64 // brute force: one timestamp per unit
 		now := int64(1_700_000_000_000_000_000)
 		for op := 0; op < 200; op++ {

@@ -114,7 +114,7 @@ func TestRecordsAreCompact(t *testing.T) {
 			}
 			size := len(s.data) - s.garbage
 			t.Logf("log of 60 units: %d bytes, %d of garbage", size, s.garbage)
-			require.LessOrEqual(t, size, (c.limit+59*4)*5/4) // with its slack
+			require.LessOrEqual(t, size, (c.limit+59*4)*5/4)     // with its slack
 			require.LessOrEqual(t, s.garbage, max(3*size, 4096)) // compaction waits for the region to fill
 		}
 	}
