@@ -130,7 +130,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 			}
 			return off
 		}
-		s.buf = withSlack(s.buf, len(s.buf)/4)
+		s.buf = withSlack(s.buf, len(s.buf)/8)
 		if s.reserveLocked(len(s.buf)) { // compacted: the record moved
 			off, _, _ = s.findLocked(h, key)
 			oldEnd = parseRecord(s.data, off).end
@@ -179,15 +179,15 @@ func (s *shard) removeLocked(off int, tag uint32) {
 }
 
 // reserveLocked makes room for n more bytes in the data region, compacting
-// it instead of growing it when at least a quarter of it is garbage (so
-// garbage stays under a third of what is live, and compaction copies at
-// most three live bytes per byte of garbage it frees). It reports
+// it instead of growing it when at least an eighth of it is garbage (so
+// garbage stays under a seventh of what is live, and compaction copies at
+// most seven live bytes per byte of garbage it frees). It reports
 // whether it compacted (record offsets changed).
 func (s *shard) reserveLocked(n int) bool {
 	if len(s.data)+n <= cap(s.data) {
 		return false
 	}
-	if s.garbage*4 >= len(s.data) && s.garbage > 0 {
+	if s.garbage*8 >= len(s.data) && s.garbage > 0 {
 		s.compactLocked(n)
 		return true
 	}
@@ -255,7 +255,7 @@ func (s *shard) compactLocked(extra int) {
 // maybeCompactLocked compacts a shard whose region is mostly garbage or
 // whose table is mostly empty (the sweep calls it after expiring keys).
 func (s *shard) maybeCompactLocked() {
-	wasteful := s.garbage >= 4096 && s.garbage*4 >= len(s.data)
+	wasteful := s.garbage >= 4096 && s.garbage*8 >= len(s.data)
 	sparse := len(s.slots) > minSlots && s.count*8 < len(s.slots)
 	if wasteful || sparse {
 		s.compactLocked(0)
