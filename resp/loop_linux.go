@@ -278,7 +278,8 @@ func (l *loop) run() {
 			}
 			l.handle(lc, ev.Events)
 		}
-		for _, lc := range l.round {
+		for i := 0; i < len(l.round); i++ { // by index: a write may queue more
+			lc := l.round[i]
 			lc.seen = false
 			if !lc.dead && !lc.busy {
 				l.write(lc)
