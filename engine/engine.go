@@ -187,6 +187,12 @@ func (s *shard) reserveLocked(n int) bool {
 	if len(s.data)+n <= cap(s.data) {
 		return false
 	}
+	if len(s.data)+n >= offMask {
+		// A slot holds a 36-bit offset: past 64 GiB of records in one
+		// shard offsets would wrap into the hash tags. Stop loudly
+		// rather than corrupt the table (more --shards spread the keys).
+		panic("engine: one shard holds 64 GiB of records; start with more --shards")
+	}
 	if s.garbage*8 >= len(s.data) && s.garbage > 0 {
 		s.compactLocked(n)
 		return true
