@@ -257,6 +257,10 @@ func (s *Server) RemoveClient(c *Client) {
 	s.clientsMu.Unlock()
 }
 
+// Killed reports that CLIENT KILL took the client: its connection runs
+// nothing more and closes.
+func (c *Client) Killed() bool { return c.killed.Load() }
+
 // Idle is how long the client has been without a command (the idle
 // timeout's measure, CLIENT LIST's idle).
 func (c *Client) Idle() time.Duration { return time.Duration(monoNow() - c.lastActive.Load()) }

@@ -120,7 +120,10 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, runs)
 	if oldEnd > 0 {
 		wasDirty := s.data[off]&hdrDirty != 0
-		if rec, ok := fillSlack(s.buf, oldEnd-off); ok {
+		// Rewrite in place when the record fits, unless it would leave
+		// more slack than record (a log that shrank): then move it, so the
+		// next compaction gives the space back.
+		if rec, ok := fillSlack(s.buf, oldEnd-off); ok && oldEnd-off <= 2*len(s.buf)+64 {
 			s.buf = rec
 			copy(s.data[off:], rec)
 			if wasDirty {

@@ -50,8 +50,8 @@ type logState struct {
 // admission it appends the new log's runs to dst and returns the new
 // state and deadline; a rejected call or a peek changes nothing (admitted
 // is false and the log stays as it was). An admission costs the runs it
-// cuts off plus a copy of the log's bytes; only a rejection that must say
-// when to retry walks the log.
+// cuts off plus a copy of the log's bytes; a rejection that must say when
+// to retry walks from the oldest run until enough units would leave.
 func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, deadline int64, r Result, admitted bool) {
 	runs := ls.runs
 	cut, total, tOld := len(runs), ls.total, ls.oldest
@@ -91,18 +91,24 @@ func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, dead
 		r.Limited = true
 		if p.Cost <= p.Limit {
 			// The request fits once the oldest total+cost-limit units are
-			// gone: at the oldest run j with (units in j and older) >= need,
-			// that is (units newer than j) <= total - need.
+			// gone: walk from the oldest run (backwards over the varints)
+			// until that many units are counted. A key at its limit
+			// usually needs only its oldest run.
 			need := total - (p.Limit - p.Cost)
-			newer := int64(0)
-			prev := ls.dl
-			for i := 0; i < cut; {
-				t, n, next := logRunAt(runs, i, prev)
-				if newer <= total-need {
+			acc, t, end := int64(0), tOld, cut
+			for end > 0 {
+				dStart := varintStart(runs, end)
+				nStart := varintStart(runs, dStart)
+				n, _ := uvarint(runs, nStart)
+				d, _ := uvarint(runs, dStart)
+				if acc = satAdd(acc, int64(n)); acc >= need {
 					r.RetryAfter = int64(t) + p.Window - now
+					break
 				}
-				newer = satAdd(newer, int64(n))
-				prev, i = t, next
+				end = nStart
+				if end > 0 {
+					t += uint64(unzz(d))
+				}
 			}
 		}
 	}

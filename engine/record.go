@@ -194,10 +194,12 @@ func withSlack(rec []byte, n int) []byte {
 	return rec
 }
 
-// fillSlack completes a record from appendRecord so that it is exactly
-// size bytes long, if it fits: the slack count is written as a varint
-// padded with continuation bytes to whatever width makes the sum exact
-// (the decoder reads non-minimal varints as any other).
+// fillSlack completes a record from appendRecord so that it spans exactly
+// size bytes, if it fits: the slack count is written as a varint padded
+// with continuation bytes to whatever width makes the sum exact (the
+// decoder reads non-minimal varints as any other). The slack bytes
+// themselves are not appended: they are never read, so a rewrite in place
+// copies only the record's live bytes, however much slack it has.
 func fillSlack(rec []byte, size int) ([]byte, bool) {
 	room := size - len(rec)
 	if room < 1 {
@@ -213,9 +215,6 @@ func fillSlack(rec []byte, size int) ([]byte, bool) {
 		n >>= 7
 	}
 	rec = append(rec, byte(n))
-	for range room - w {
-		rec = append(rec, 0)
-	}
 	return rec, true
 }
 

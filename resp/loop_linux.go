@@ -51,9 +51,12 @@ type lconn struct {
 	src  pollSource
 	out  int  // bytes of w's buffer already written
 	busy bool // output pending: wait for writability, read nothing more
-	seen bool // in the loop's round
-	mu   sync.Mutex
-	dead bool // fd closed (guards kills from other goroutines)
+	// closing: close once the pending output is written (QUIT, a protocol
+	// error, a limit), as Redis does; nothing more is read meanwhile.
+	closing bool
+	seen    bool // in the loop's round
+	mu      sync.Mutex
+	dead    bool // fd closed (guards kills from other goroutines)
 }
 
 // pollSource is the Reader's input: one read per readiness event, so the
@@ -191,12 +194,30 @@ func (s *Server) adopt(nc net.Conn) bool {
 	s.lconns[lc] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	// Register under the loop's lock: a loop that Close stopped has
+	// closed its epoll descriptor, and one that is stopping must not be
+	// left a connection it will never see.
 	l.mu.Lock()
-	l.conns[fd] = lc
+	err = syscall.EBADF
+	if !l.exited {
+		l.conns[fd] = lc
+		err = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)})
+		if err != nil {
+			delete(l.conns, fd)
+		}
+	}
 	l.mu.Unlock()
-	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
+	if err != nil {
 		srv.Log.Warn("event loop refused a connection", "addr", addr, "err", err)
-		lc.kill()
+		lc.mu.Lock()
+		lc.dead = true
+		syscall.Close(fd)
+		lc.mu.Unlock()
+		srv.RemoveClient(c)
+		s.mu.Lock()
+		delete(s.lconns, lc)
+		s.mu.Unlock()
+		s.wg.Done()
 	}
 	return true
 }
@@ -238,11 +259,9 @@ func (l *loop) wait(idle int) int {
 	if idle < idleWaits {
 		return 0
 	}
-	block := -1
-	if l.s.cmds.IdleTimeout() > 0 {
-		block = 1000 // sweep idle connections every second
-	}
-	m, err := syscall.EpollWait(l.epfd, l.events, block)
+	// At most a second, so the idle-connection sweep runs even when
+	// CONFIG SET timeout comes while the loop sleeps.
+	m, err := syscall.EpollWait(l.epfd, l.events, 1000)
 	if err != nil && err != syscall.EINTR {
 		l.s.cmds.Log.Error("event loop wait failed", "err", err)
 	}
@@ -307,6 +326,9 @@ func (l *loop) run() {
 // handle serves one connection's event: writes what was pending if it is
 // writable, else runs every complete command it sent.
 func (l *loop) handle(lc *lconn, events uint32) {
+	if lc.dead {
+		return
+	}
 	if lc.busy {
 		if events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
 			l.close(lc)
@@ -332,7 +354,10 @@ func (l *loop) handle(lc *lconn, events uint32) {
 			} else if !errors.Is(err, io.EOF) {
 				srv.Log.Debug("connection read failed", "addr", lc.c.Addr, "err", err)
 			}
-			l.write(lc)
+			l.closeAfterWrite(lc)
+			return
+		}
+		if lc.c.Killed() { // CLIENT KILL from another connection: run nothing more
 			l.close(lc)
 			return
 		}
@@ -342,13 +367,11 @@ func (l *loop) handle(lc *lconn, events uint32) {
 			lc.w.Reset()
 			lc.out = 0
 			lc.w.Error("ERR output buffer limit reached")
-			l.write(lc)
-			l.close(lc)
+			l.closeAfterWrite(lc)
 			return
 		}
 		if lc.c.CloseAfterReply() {
-			l.write(lc)
-			l.close(lc)
+			l.closeAfterWrite(lc)
 			return
 		}
 		if len(lc.w.Bytes()) >= flushThreshold {
@@ -393,6 +416,10 @@ func (l *loop) write(lc *lconn) {
 	l.s.cmds.CountTraffic(lc.rd.TakeCount(), sent)
 	lc.w.Reset()
 	lc.out = 0
+	if lc.closing {
+		l.close(lc)
+		return
+	}
 	if lc.busy {
 		lc.busy = false
 		l.interest(lc, syscall.EPOLLIN|syscall.EPOLLRDHUP)
@@ -403,7 +430,17 @@ func (l *loop) write(lc *lconn) {
 }
 
 func (l *loop) interest(lc *lconn, events uint32) {
-	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, lc.fd, &syscall.EpollEvent{Events: events, Fd: int32(lc.fd)})
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, lc.fd, &syscall.EpollEvent{Events: events, Fd: int32(lc.fd)}); err != nil {
+		l.s.cmds.Log.Warn("event loop lost a connection", "addr", lc.c.Addr, "err", err)
+		l.close(lc)
+	}
+}
+
+// closeAfterWrite closes the connection once its pending replies are
+// written: now if the socket takes them, else when it drains.
+func (l *loop) closeAfterWrite(lc *lconn) {
+	lc.closing = true
+	l.write(lc)
 }
 
 // close closes the connection (on the loop's goroutine only).

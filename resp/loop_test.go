@@ -29,6 +29,7 @@ func TestGoroutineConnections(t *testing.T) {
 	t.Run("idle timeout", TestIdleTimeout)
 	t.Run("inline", TestInlineCommands)
 	t.Run("slow reader", TestSlowReader)
+	t.Run("quit after unread replies", TestQuitAfterUnreadReplies)
 	t.Run("split commands", TestSplitCommands)
 	t.Run("many connections", TestManyConnections)
 	t.Run("close with busy connections", TestCloseWithBusyConnections)
@@ -194,4 +195,37 @@ func asNetErr(err error, target *net.Error) bool {
 		*target = ne
 	}
 	return ok
+}
+
+// TestQuitAfterUnreadReplies: QUIT (like a protocol error or a limit)
+// closes the connection only after every reply before it is written,
+// even when the client had not read them and the socket was full.
+func TestQuitAfterUnreadReplies(t *testing.T) {
+	s := rltest.Start(t)
+	nc, err := net.Dial("tcp", s.Addr.String())
+	require.NoError(t, err)
+	t.Cleanup(func() { nc.Close() })
+	const n = 5000
+	payload := strings.Repeat("q", 2000)
+	sent := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriterSize(nc, 1<<16)
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(w, "*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(payload), payload)
+		}
+		w.WriteString("*1\r\n$4\r\nQUIT\r\n*1\r\n$4\r\nPING\r\n")
+		sent <- w.Flush()
+	}()
+	rd := bufio.NewReaderSize(nc, 1<<16)
+	for i := 0; i < n; i++ {
+		got, err := rltest.ReadReply(rd)
+		require.NoError(t, err, "reply %d", i)
+		require.Len(t, got, len(payload)+2, "reply %d", i)
+	}
+	got, err := rltest.ReadReply(rd)
+	require.NoError(t, err)
+	require.Equal(t, "+OK", got)
+	_, err = rltest.ReadReply(rd)
+	require.Error(t, err, "nothing after QUIT's reply: the PING behind it is not run")
+	require.NoError(t, <-sent)
 }
