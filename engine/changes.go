@@ -107,9 +107,11 @@ func (e *Engine) Restore(r Record, now int64) bool {
 	if ok {
 		oldEnd = parseRecord(s.data, off).end
 	}
-	track := s.track
-	s.track = false // applying a record is not a change of ours
-	defer func() { s.track = track }()
+	// Applying a record is not a change of ours: nothing is marked, but
+	// tracking stays on, so compaction keeps the dirty list of the
+	// changes that are ours.
+	s.quiet = true
+	defer func() { s.quiet = false }()
 	if r.Kind == KindNone || now >= r.Deadline {
 		if ok {
 			s.removeLocked(off, tagOf(h))

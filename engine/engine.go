@@ -66,6 +66,7 @@ type shard struct {
 	// whether the shard was flushed meanwhile, and how many changes this
 	// shard added to the engine's pending count.
 	track    bool
+	quiet    bool // applying a Restore: what it writes or removes is not a change of ours
 	pending  *atomic.Int64 // the engine's count of pending changes over all shards
 	dirty    []int
 	deleted  []string
@@ -101,7 +102,7 @@ func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry,
 
 // markDirtyLocked records that the record at off changed (when tracking).
 func (s *shard) markDirtyLocked(off int, wasDirty bool) {
-	if !s.track {
+	if !s.track || s.quiet {
 		return
 	}
 	s.data[off] |= hdrDirty
@@ -172,9 +173,11 @@ func (s *shard) removeLocked(off int, tag uint32) {
 			s.nPending--
 			s.pending.Add(-1)
 		}
-		s.deleted = append(s.deleted, string(p.key))
-		s.nPending++
-		s.pending.Add(1)
+		if !s.quiet {
+			s.deleted = append(s.deleted, string(p.key))
+			s.nPending++
+			s.pending.Add(1)
+		}
 	}
 	s.unplaceLocked(tag, off)
 	s.data[off] = (s.data[off] | hdrDead) &^ hdrDirty

@@ -248,3 +248,32 @@ func TestFillSlack(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreWhileTracking: records applied by Restore (a replica's
+// stream, say) while change tracking is on are not reported as changes,
+// and the changes that are ours survive the compactions and moves the
+// restores cause.
+func TestRestoreWhileTracking(t *testing.T) {
+	const now = int64(1e9)
+	e := New(1)
+	e.TrackChanges()
+	st := e.Store()
+	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
+	_, err := st.Limit(KindFixed, []byte("ours"), p, now)
+	require.NoError(t, err)
+	for round := 0; round < 30; round++ {
+		for i := 0; i < 300; i++ {
+			// Growing counts move the records; deletions make garbage.
+			r := Record{Key: fmt.Sprint("theirs", i), Kind: KindFixed, Deadline: now + 1e12, A: now, B: int64(round) << (2 * round)}
+			if (i+round)%5 == 0 {
+				r.Kind = KindNone
+			}
+			e.Restore(r, now)
+		}
+	}
+	require.Greater(t, e.shards[0].epoch, uint64(0), "the restores should have compacted the shard")
+	var got []string
+	e.Changes(func(r Record) { got = append(got, r.Key) })
+	require.Equal(t, []string{"ours"}, got)
+	require.Zero(t, e.PendingChanges())
+}
