@@ -66,7 +66,7 @@ type shard struct {
 	// whether the shard was flushed meanwhile, and how many changes this
 	// shard added to the engine's pending count.
 	track    bool
-	quiet    bool // applying a Restore: what it writes or removes is not a change of ours
+	quiet    bool          // applying a Restore: what it writes or removes is not a change of ours
 	pending  *atomic.Int64 // the engine's count of pending changes over all shards
 	dirty    []int
 	deleted  []string
