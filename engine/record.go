@@ -217,9 +217,3 @@ func fillSlack(rec []byte, size int) ([]byte, bool) {
 	rec = append(rec, byte(n))
 	return rec, true
 }
-
-// keyOf returns the key bytes of the record at off.
-func keyOf(b []byte, off int) []byte {
-	kl, i := uvarint(b, off+1)
-	return b[i : i+int(kl) : i+int(kl)]
-}

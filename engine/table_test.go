@@ -27,7 +27,7 @@ func TestTableAgainstMap(t *testing.T) {
 			off, _, ok := s.findLocked(h, []byte(k))
 			require.Equal(t, model[k], ok, "seed %d op %d key %s", seed, op, k)
 			if ok {
-				require.Equal(t, k, string(keyOf(s.data, off)))
+				require.Equal(t, k, string(parseRecord(s.data, off).key))
 			}
 			switch {
 			case !ok && r.IntN(3) > 0:
