@@ -59,8 +59,10 @@ type shard struct {
 	garbage int      // bytes of dead records in data
 	mem     *regions // the regions behind slots and data
 	seed    maphash.Seed
-	buf     []byte // scratch: a record being encoded
-	logBuf  []byte // scratch: an RL.LOG's new runs
+	// testHash replaces the hash in tests that force tag collisions.
+	testHash func([]byte) uint64
+	buf      []byte // scratch: a record being encoded
+	logBuf   []byte // scratch: an RL.LOG's new runs
 	// Change tracking for snapshots (only when track is set): offsets of
 	// records marked dirty and keys deleted since the last Changes call,
 	// whether the shard was flushed meanwhile, and how many changes this
@@ -134,7 +136,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 			}
 			return off
 		}
-		s.buf = withSlack(s.buf, len(s.buf)/8)
+		s.buf = withSlack(s.buf, max(len(s.buf)/8, 24))
 		if s.reserveLocked(len(s.buf)) { // compacted: the record moved
 			off, _, _ = s.findLocked(h, key)
 			oldEnd = parseRecord(s.data, off).end
@@ -200,20 +202,55 @@ func (s *shard) reserveLocked(n int) bool {
 		panic("engine: one shard holds 64 GiB of records; start with more --shards")
 	}
 	if s.garbage*8 >= len(s.data) && s.garbage > 0 {
-		s.compactLocked(n)
+		s.compactInPlaceLocked()
+		if len(s.data)+n > cap(s.data) {
+			s.growLocked(max(2*cap(s.data), len(s.data)+n, 4096))
+		}
 		return true
 	}
 	s.growLocked(max(2*cap(s.data), len(s.data)+n, 4096))
 	return false
 }
 
-// growLocked moves the data region to a new one of capacity c.
+// compactInPlaceLocked slides the live records down over the garbage
+// within the region, in order, and repoints their slots: no allocation,
+// no page to fault in, the table untouched but for the moved offsets.
+// The pages it empties at the end go back to the OS.
+func (s *shard) compactInPlaceLocked() {
+	if s.track {
+		s.dirty = s.dirty[:0]
+	}
+	dst := 0
+	for off := 0; off < len(s.data); {
+		// A record moves only to a lower offset, and never over bytes
+		// at or past its own end: the records still to visit are intact.
+		rec := parseRecord(s.data, off)
+		end := rec.end
+		if rec.hdr&hdrDead == 0 {
+			if dst != off {
+				tag := tagOf(s.hash(rec.key)) // before the copy overwrites the key
+				p := s.slotIndexLocked(tag, off)
+				copy(s.data[dst:], s.data[off:end])
+				s.slots[p] = makeSlot(tag, dst)
+			}
+			if s.track && s.data[dst]&hdrDirty != 0 {
+				s.dirty = append(s.dirty, dst)
+			}
+			dst += end - off
+		}
+		off = end
+	}
+	used := len(s.data)
+	s.data, s.garbage = s.data[:dst], 0
+	s.epoch++
+	releasePages(s.mem.data, dst, used)
+}
+
+// growLocked moves the data region to a new one of capacity c (a mapped
+// region is remapped where the OS can, without copying).
 func (s *shard) growLocked(c int) {
-	r := allocRegion(c)
-	copy(r, s.data)
-	old := s.mem.data
+	r := growRegion(s.mem.data, len(s.data), c)
 	s.data, s.mem.data = r[:len(s.data)], r
-	freeRegion(old)
 }
 
 // compactLocked copies the live records to a fresh region with room for
@@ -222,7 +259,7 @@ func (s *shard) growLocked(c int) {
 func (s *shard) compactLocked(extra int) {
 	live := len(s.data) - s.garbage
 	oldData, oldRegion := s.data, s.mem.data
-	oldSlots, oldSlotsRegion := s.slots, s.mem.slots
+	oldSlotsRegion := s.mem.slots
 	var data []byte
 	if c := live + extra; c > 0 {
 		r := allocRegion(max(c+c/2, 4096))
@@ -240,23 +277,26 @@ func (s *shard) compactLocked(extra int) {
 	if s.track {
 		s.dirty = s.dirty[:0]
 	}
-	for _, slot := range oldSlots {
-		if slot == 0 {
-			continue
+	// Walk the records in order (sequential reads, which a walk of the
+	// slots would make random) and place the live ones in the new table
+	// by their key's hash: every live record is in the table, and only
+	// live records are.
+	for off := 0; off < len(oldData); {
+		rec := parseRecord(oldData, off)
+		if rec.hdr&hdrDead == 0 {
+			newOff := len(data)
+			data = append(data, oldData[off:rec.end]...)
+			if s.track && rec.hdr&hdrDirty != 0 {
+				s.dirty = append(s.dirty, newOff)
+			}
+			tag := tagOf(s.hash(rec.key))
+			p := uint64(tag) & mask
+			for s.slots[p] != 0 {
+				p = (p + 1) & mask
+			}
+			s.slots[p] = makeSlot(tag, newOff)
 		}
-		off := slotOff(slot)
-		end := parseRecord(oldData, off).end
-		newOff := len(data)
-		data = append(data, oldData[off:end]...)
-		if s.track && data[newOff]&hdrDirty != 0 {
-			s.dirty = append(s.dirty, newOff)
-		}
-		tag := slotTag(slot)
-		p := uint64(tag) & mask
-		for s.slots[p] != 0 {
-			p = (p + 1) & mask
-		}
-		s.slots[p] = makeSlot(tag, newOff)
+		off = rec.end
 	}
 	s.data, s.garbage = data, 0
 	s.epoch++
@@ -269,8 +309,11 @@ func (s *shard) compactLocked(extra int) {
 func (s *shard) maybeCompactLocked() {
 	wasteful := s.garbage >= 4096 && s.garbage*8 >= len(s.data)
 	sparse := len(s.slots) > minSlots && s.count*8 < len(s.slots)
-	if wasteful || sparse {
-		s.compactLocked(0)
+	switch {
+	case sparse:
+		s.compactLocked(0) // a smaller table and region
+	case wasteful:
+		s.compactInPlaceLocked()
 	}
 }
 
@@ -308,7 +351,12 @@ func New(n int) *Engine {
 func (e *Engine) Shards() int { return len(e.shards) }
 
 // hash is the key's hash, as Engine.shardOf computes it.
-func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
+func (s *shard) hash(key []byte) uint64 {
+	if s.testHash != nil {
+		return s.testHash(key)
+	}
+	return maphash.Bytes(s.seed, key)
+}
 
 // shardOf returns key's shard and hash: the hash's top bits pick the
 // shard, its low 32 bits the slot in the shard's table.

@@ -1,6 +1,9 @@
 package engine
 
-import "runtime"
+import (
+	"os"
+	"runtime"
+)
 
 // The keyspace lives outside the Go heap when it is large: a shard's
 // records and key table are byte regions mapped from the OS (mem_unix.go),
@@ -43,5 +46,36 @@ func allocRegion(n int) []byte {
 func freeRegion(b []byte) {
 	if cap(b) >= mapMin {
 		unmapRegion(b[:cap(b)])
+	}
+}
+
+// growRegion returns a region of n bytes holding the first used bytes of
+// old, which it frees (old must not be used afterwards).
+func growRegion(old []byte, used, n int) []byte {
+	if cap(old) >= mapMin && n >= mapMin {
+		if r, ok := remapRegion(old[:cap(old)], n); ok {
+			return r
+		}
+	}
+	r := allocRegion(n)
+	copy(r, old[:used])
+	freeRegion(old)
+	return r
+}
+
+var pageSize = os.Getpagesize()
+
+// releasePages gives the OS back the whole pages of region r within
+// [from, to) (a mapped region's emptied tail; heap regions keep theirs).
+// They read as zeros if used again.
+func releasePages(r []byte, from, to int) {
+	if cap(r) < mapMin {
+		return
+	}
+	page := pageSize
+	from = (from + page - 1) / page * page
+	to = to / page * page
+	if from < to {
+		adviseFree(r[from:to:to])
 	}
 }

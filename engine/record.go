@@ -26,7 +26,7 @@ import (
 // arithmetic), so a restored record is held as it came.
 //
 // The slack lets a record's state change size in place: a record written
-// anew is given an eighth of its size as slack, so an RL.LOG that grows by
+// anew is given an eighth of its size (at least 24 bytes) as slack, so an RL.LOG that grows by
 // a run, or a count that gains a varint byte, is rewritten where it is
 // most of the time instead of leaving its old copy as garbage.
 const (

@@ -21,6 +21,7 @@ func TestTableAgainstMap(t *testing.T) {
 		model := map[string]bool{}
 		tags := 1 + r.IntN(40)
 		hashOf := func(k string) uint64 { return uint64(len(k)*7919+int(k[len(k)-1])) % uint64(tags) * 0x9E3779B1 }
+		s.testHash = func(k []byte) uint64 { return hashOf(string(k)) } // compaction rehashes keys
 		for op := 0; op < 3000; op++ {
 			k := fmt.Sprint("k", r.IntN(400))
 			h := hashOf(k)
@@ -42,7 +43,11 @@ func TestTableAgainstMap(t *testing.T) {
 			}
 			require.Equal(t, len(model), s.count)
 			if op%500 == 499 {
-				s.compactLocked(0) // force a compaction now and then
+				if op%1000 == 499 { // force a compaction now and then, of either kind
+					s.compactLocked(0)
+				} else {
+					s.compactInPlaceLocked()
+				}
 				require.Zero(t, s.garbage)
 			}
 		}
