@@ -8,6 +8,6 @@
 // result. Time is always passed in: the engine holds no clock of its own,
 // except in the background expiry loop (RunExpiry).
 //
-// This package may import only clock and the standard library: never redcon,
-// pebble or net.
+// This package may import only clock, the standard library and
+// golang.org/x/sys (mremap, madvise): never redcon, pebble or net.
 package engine

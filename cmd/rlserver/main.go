@@ -21,8 +21,9 @@ import (
 	"github.com/rlserver/rlserver/server"
 )
 
-// defaultGCPercent is the garbage collector's target when GOGC is not set:
-// the keyspace (slots, slabs, key arenas) holds no pointers, so a
+// defaultGCPercent is the garbage collector's target when GOGC is not set.
+// A large keyspace lives outside the Go heap (engine/mem.go); what is left
+// on it (small shards, connections, scratch) holds few pointers, so a
 // collection costs little and a low target keeps the resident memory close
 // to the live data (Go's default, 100, lets the heap reach twice it).
 const defaultGCPercent = 25

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package engine
 
@@ -19,3 +19,9 @@ func mapRegion(n int) []byte {
 }
 
 func unmapRegion(b []byte) { _ = syscall.Munmap(b) }
+
+// remapRegion and adviseFree are Linux-only; elsewhere a region grows by
+// copying and keeps the pages it emptied.
+func remapRegion([]byte, int) ([]byte, bool) { return nil, false }
+
+func adviseFree([]byte) {}
