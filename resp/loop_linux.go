@@ -72,21 +72,17 @@ func (p *pollSource) Read(b []byte) (int, error) {
 		return 0, errWouldBlock
 	}
 	p.ready = false
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(p.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		switch e {
-		case 0:
-			if n == 0 {
-				return 0, io.EOF
-			}
-			return int(n), nil
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return 0, errWouldBlock
+	n, e := sysRead(uintptr(p.fd), b)
+	switch e {
+	case 0:
+		if n == 0 {
+			return 0, io.EOF
 		}
-		return 0, os.NewSyscallError("read", e)
+		return n, nil
+	case syscall.EAGAIN:
+		return 0, errWouldBlock
 	}
+	return 0, os.NewSyscallError("read", e)
 }
 
 // startLoops starts one loop per P; false if epoll is unavailable.
@@ -392,14 +388,11 @@ func (l *loop) write(lc *lconn) {
 	b := lc.w.Bytes()
 	sent := 0
 	for lc.out < len(b) {
-		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(lc.fd), uintptr(unsafe.Pointer(&b[lc.out])), uintptr(len(b)-lc.out),
-			syscall.MSG_NOSIGNAL, 0, 0)
+		n, e := sysSend(uintptr(lc.fd), b[lc.out:])
 		switch e {
 		case 0:
-			lc.out += int(n)
-			sent += int(n)
-			continue
-		case syscall.EINTR:
+			lc.out += n
+			sent += n
 			continue
 		case syscall.EAGAIN:
 			l.s.cmds.CountTraffic(lc.rd.TakeCount(), sent)

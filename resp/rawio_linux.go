@@ -37,6 +37,29 @@ type rawConn struct {
 	rc syscall.RawConn
 }
 
+// sysRead is one read(2) of a non-blocking socket, retried on EINTR:
+// n = 0 with errno 0 is the end of input, EAGAIN that nothing is ready.
+func sysRead(fd uintptr, p []byte) (int, syscall.Errno) {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e != syscall.EINTR {
+			return int(n), e
+		}
+	}
+}
+
+// sysSend is one send(2) with MSG_NOSIGNAL (a peer gone answers EPIPE, no
+// signal), retried on EINTR; EAGAIN means the socket is full.
+func sysSend(fd uintptr, p []byte) (int, syscall.Errno) {
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)),
+			syscall.MSG_NOSIGNAL, 0, 0)
+		if e != syscall.EINTR {
+			return int(n), e
+		}
+	}
+}
+
 func (c *rawConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -44,17 +67,8 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
 	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait until readable
-			}
-			n, errno = int(r), e
-			return true
-		}
+		n, errno = sysRead(fd, p)
+		return errno != syscall.EAGAIN // else wait until readable
 	})
 	switch {
 	case err != nil:
@@ -72,13 +86,10 @@ func (c *rawConn) Write(p []byte) (int, error) {
 	var errno syscall.Errno
 	err := c.rc.Write(func(fd uintptr) bool {
 		for written < len(p) {
-			// send with MSG_NOSIGNAL: a peer gone answers EPIPE, no signal.
-			r, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[written])), uintptr(len(p)-written),
-				syscall.MSG_NOSIGNAL, 0, 0)
+			n, e := sysSend(fd, p[written:])
 			switch e {
 			case 0:
-				written += int(r)
-			case syscall.EINTR:
+				written += n
 			case syscall.EAGAIN:
 				return false // wait until writable
 			default:
