@@ -49,11 +49,18 @@ func (e *Engine) Changes(fn func(Record)) (flushed bool) {
 		for _, k := range s.deleted {
 			recs = append(recs, Record{Key: k})
 		}
-		for _, off := range s.dirty {
-			// An offset whose record moved or went is dead or clean by now.
-			if off < len(s.data) && s.data[off]&(hdrDirty|hdrDead) == hdrDirty {
-				s.data[off] &^= hdrDirty
-				recs = append(recs, recordOf(parseRecord(s.data, off)))
+		for _, tag := range s.dirty {
+			// Every record of the tag's probe run with the dirty bit: the
+			// listed record (unless it went, or was reported already) and
+			// any other of the same tag, whose report is early but harmless.
+			for p := uint64(tag) & uint64(len(s.slots)-1); len(s.slots) > 0 && s.slots[p] != 0; p = (p + 1) & uint64(len(s.slots)-1) {
+				if slotTag(s.slots[p]) != tag {
+					continue
+				}
+				if off := slotOff(s.slots[p]); s.data[off]&hdrDirty != 0 {
+					s.data[off] &^= hdrDirty
+					recs = append(recs, recordOf(parseRecord(s.data, off)))
+				}
 			}
 		}
 		s.pending.Add(-s.nPending)
@@ -107,9 +114,8 @@ func (e *Engine) Restore(r Record, now int64) bool {
 	if ok {
 		oldEnd = parseRecord(s.data, off).end
 	}
-	// Applying a record is not a change of ours: nothing is marked, but
-	// tracking stays on, so compaction keeps the dirty list of the
-	// changes that are ours.
+	// Applying a record is not a change of ours: nothing is marked, and
+	// the changes that are ours stay listed.
 	s.quiet = true
 	defer func() { s.quiet = false }()
 	if r.Kind == KindNone || now >= r.Deadline {

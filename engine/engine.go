@@ -63,21 +63,29 @@ type shard struct {
 	testHash func([]byte) uint64
 	buf      []byte // scratch: a record being encoded
 	logBuf   []byte // scratch: an RL.LOG's new runs
-	// Change tracking for snapshots (only when track is set): offsets of
-	// records marked dirty and keys deleted since the last Changes call,
-	// whether the shard was flushed meanwhile, and how many changes this
-	// shard added to the engine's pending count.
+	// Change tracking for snapshots (only when track is set): the hash
+	// tags of records marked dirty and the keys deleted since the last
+	// Changes call, whether the shard was flushed meanwhile, and how many
+	// changes this shard added to the engine's pending count. A tag, not
+	// an offset, names a dirty record: records move (compaction, a
+	// rewrite that outgrows its slack) but stay in their tag's probe run.
 	track    bool
 	quiet    bool          // applying a Restore: what it writes or removes is not a change of ours
 	pending  *atomic.Int64 // the engine's count of pending changes over all shards
-	dirty    []int
+	dirty    []uint32
 	deleted  []string
 	nPending int64
 	flushed  bool
-	// epoch counts the times record offsets changed wholesale
-	// (compaction, flush); positions held outside the lock carry it.
-	epoch uint64
-	_     [64]byte
+	// Incremental compaction (compact.go): while compacting, [0, cw) is
+	// compacted, [cw, cr) one dead filler record, [cr, len(data)) not yet
+	// visited. compactions counts the compactions finished.
+	compacting  bool
+	cw, cr      int
+	compactions uint64
+	// sweepAt is where the expiry sweep resumes: a record's offset,
+	// carried along when compaction moves that record.
+	sweepAt int
+	_       [64]byte
 }
 
 func newShard(seed maphash.Seed) *shard {
@@ -102,17 +110,16 @@ func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry,
 	return off, e, end, true
 }
 
-// markDirtyLocked records that the record at off changed (when tracking).
-func (s *shard) markDirtyLocked(off int, wasDirty bool) {
+// markDirtyLocked records that the record at off (hash tag tag), clean
+// until now, changed (when tracking).
+func (s *shard) markDirtyLocked(off int, tag uint32) {
 	if !s.track || s.quiet {
 		return
 	}
 	s.data[off] |= hdrDirty
-	s.dirty = append(s.dirty, off)
-	if !wasDirty {
-		s.nPending++
-		s.pending.Add(1)
-	}
+	s.dirty = append(s.dirty, tag)
+	s.nPending++
+	s.pending.Add(1)
 }
 
 // putLocked stores state e (and RL.LOG's encoded runs) for key: over its record
@@ -121,6 +128,7 @@ func (s *shard) markDirtyLocked(off int, wasDirty bool) {
 // changed and returns its offset.
 func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs []byte) int {
 	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, runs)
+	tag := tagOf(h)
 	if oldEnd > 0 {
 		wasDirty := s.data[off]&hdrDirty != 0
 		// Rewrite in place when the record fits, unless it would leave
@@ -132,7 +140,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 			if wasDirty {
 				s.data[off] |= hdrDirty
 			} else {
-				s.markDirtyLocked(off, false)
+				s.markDirtyLocked(off, tag)
 			}
 			return off
 		}
@@ -141,20 +149,16 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 			off, _, _ = s.findLocked(h, key)
 			oldEnd = parseRecord(s.data, off).end
 		}
-		tag := tagOf(h)
 		p := s.slotIndexLocked(tag, off)
 		s.data[off] |= hdrDead
 		s.garbage += oldEnd - off
 		newOff := len(s.data)
 		s.data = append(s.data, s.buf...)
 		s.slots[p] = makeSlot(tag, newOff)
-		if wasDirty {
+		if wasDirty { // already listed by its tag
 			s.data[newOff] |= hdrDirty
-			if s.track {
-				s.dirty = append(s.dirty, newOff)
-			}
 		} else {
-			s.markDirtyLocked(newOff, false)
+			s.markDirtyLocked(newOff, tag)
 		}
 		return newOff
 	}
@@ -162,8 +166,8 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 	s.reserveLocked(len(s.buf))
 	off = len(s.data)
 	s.data = append(s.data, s.buf...)
-	s.placeLocked(tagOf(h), off)
-	s.markDirtyLocked(off, false)
+	s.placeLocked(tag, off)
+	s.markDirtyLocked(off, tag)
 	return off
 }
 
@@ -186,11 +190,12 @@ func (s *shard) removeLocked(off int, tag uint32) {
 	s.garbage += p.end - off
 }
 
-// reserveLocked makes room for n more bytes in the data region, compacting
-// it instead of growing it when at least an eighth of it is garbage (so
-// garbage stays under a seventh of what is live, and compaction copies at
-// most seven live bytes per byte of garbage it frees). It reports
-// whether it compacted (record offsets changed).
+// reserveLocked makes room for n more bytes in the data region. It grows
+// the region: the sweeper compacts a shard in steps once an eighth of it
+// is garbage (compact.go), so a request never waits for a whole shard to
+// be compacted; only a region at least half garbage, which the sweeper
+// has not kept up with (or an engine without one), is compacted here at
+// once. It reports whether it compacted (record offsets changed).
 func (s *shard) reserveLocked(n int) bool {
 	if len(s.data)+n <= cap(s.data) {
 		return false
@@ -201,49 +206,15 @@ func (s *shard) reserveLocked(n int) bool {
 		// rather than corrupt the table (more --shards spread the keys).
 		panic("engine: one shard holds 64 GiB of records; start with more --shards")
 	}
-	if s.garbage*8 >= len(s.data) && s.garbage > 0 {
+	compacted := false
+	if s.garbage*2 >= len(s.data) && s.garbage > 0 {
 		s.compactInPlaceLocked()
-		if len(s.data)+n > cap(s.data) {
-			s.growLocked(max(2*cap(s.data), len(s.data)+n, 4096))
-		}
-		return true
+		compacted = true
 	}
-	s.growLocked(max(2*cap(s.data), len(s.data)+n, 4096))
-	return false
-}
-
-// compactInPlaceLocked slides the live records down over the garbage
-// within the region, in order, and repoints their slots: no allocation,
-// no page to fault in, the table untouched but for the moved offsets.
-// The pages it empties at the end go back to the OS.
-func (s *shard) compactInPlaceLocked() {
-	if s.track {
-		s.dirty = s.dirty[:0]
+	if len(s.data)+n > cap(s.data) {
+		s.growLocked(max(2*cap(s.data), len(s.data)+n, 4096))
 	}
-	dst := 0
-	for off := 0; off < len(s.data); {
-		// A record moves only to a lower offset, and never over bytes
-		// at or past its own end: the records still to visit are intact.
-		rec := parseRecord(s.data, off)
-		end := rec.end
-		if rec.hdr&hdrDead == 0 {
-			if dst != off {
-				tag := tagOf(s.hash(rec.key)) // before the copy overwrites the key
-				p := s.slotIndexLocked(tag, off)
-				copy(s.data[dst:], s.data[off:end])
-				s.slots[p] = makeSlot(tag, dst)
-			}
-			if s.track && s.data[dst]&hdrDirty != 0 {
-				s.dirty = append(s.dirty, dst)
-			}
-			dst += end - off
-		}
-		off = end
-	}
-	used := len(s.data)
-	s.data, s.garbage = s.data[:dst], 0
-	s.epoch++
-	releasePages(s.mem.data, dst, used)
+	return compacted
 }
 
 // growLocked moves the data region to a new one of capacity c (a mapped
@@ -274,9 +245,6 @@ func (s *shard) compactLocked(extra int) {
 		s.setSlots(slotsFor(n))
 	}
 	mask := uint64(len(s.slots) - 1)
-	if s.track {
-		s.dirty = s.dirty[:0]
-	}
 	// Walk the records in order (sequential reads, which a walk of the
 	// slots would make random) and place the live ones in the new table
 	// by their key's hash: every live record is in the table, and only
@@ -286,9 +254,6 @@ func (s *shard) compactLocked(extra int) {
 		if rec.hdr&hdrDead == 0 {
 			newOff := len(data)
 			data = append(data, oldData[off:rec.end]...)
-			if s.track && rec.hdr&hdrDirty != 0 {
-				s.dirty = append(s.dirty, newOff)
-			}
 			tag := tagOf(s.hash(rec.key))
 			p := uint64(tag) & mask
 			for s.slots[p] != 0 {
@@ -299,23 +264,15 @@ func (s *shard) compactLocked(extra int) {
 		off = rec.end
 	}
 	s.data, s.garbage = data, 0
-	s.epoch++
+	s.compacting, s.sweepAt = false, 0
+	s.compactions++
 	freeRegion(oldRegion)
 	freeRegion(oldSlotsRegion)
 }
 
-// maybeCompactLocked compacts a shard whose region is mostly garbage or
-// whose table is mostly empty (the sweep calls it after expiring keys).
-func (s *shard) maybeCompactLocked() {
-	wasteful := s.garbage >= 4096 && s.garbage*8 >= len(s.data)
-	sparse := len(s.slots) > minSlots && s.count*8 < len(s.slots)
-	switch {
-	case sparse:
-		s.compactLocked(0) // a smaller table and region
-	case wasteful:
-		s.compactInPlaceLocked()
-	}
-}
+// sparseLocked: the table is mostly empty (keys went), so a rebuild
+// gives memory back.
+func (s *shard) sparseLocked() bool { return len(s.slots) > minSlots && s.count*8 < len(s.slots) }
 
 // Engine is the sharded keyspace. It is safe for concurrent use; each
 // operation on a key locks only that key's shard.
@@ -323,7 +280,6 @@ type Engine struct {
 	shards []*shard
 	mask   uint64
 	seed   maphash.Seed
-	sweep  sweeper // used only by Sweep, which must not run concurrently with itself
 	// pending counts tracked changes not yet taken by Changes (all shards).
 	pending atomic.Int64
 }
@@ -338,8 +294,6 @@ func New(n int) *Engine {
 	n = min(max(n, 1), MaxShards)
 	n = 1 << bits.Len(uint(n-1))
 	e := &Engine{shards: make([]*shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
-	e.sweep.cursor = make([]int, n)
-	e.sweep.epoch = make([]uint64, n)
 	for i := range e.shards {
 		e.shards[i] = newShard(e.seed)
 		e.shards[i].pending = &e.pending
@@ -594,7 +548,7 @@ func (st Store) Flush() {
 		st.lock(s)
 		s.mem.release()
 		s.slots, s.count, s.data, s.garbage = nil, 0, nil, 0
-		s.epoch++
+		s.compacting, s.sweepAt = false, 0
 		if s.track {
 			s.pending.Add(-s.nPending)
 			s.dirty, s.deleted, s.nPending, s.flushed = s.dirty[:0], nil, 0, true

@@ -3,15 +3,13 @@ package engine
 import "runtime"
 
 // sweepChunk is how many records one sweep step examines under a shard
-// lock; it bounds how long a request can wait behind the sweeper.
-const sweepChunk = 1024
-
-// sweeper remembers where each shard's sweep stopped: a record offset in
-// the shard's data region (index by shard).
-type sweeper struct {
-	cursor []int
-	epoch  []uint64 // the shard's epoch the cursor belongs to
-}
+// lock, and sweepMin how many a pass examines in each shard at least
+// (more while a quarter of them had expired): small steps bound how long
+// a request can wait behind the sweeper.
+const (
+	sweepChunk = 256
+	sweepMin   = 1024
+)
 
 // SweepStats counts what one sweep pass did.
 type SweepStats struct {
@@ -19,19 +17,23 @@ type SweepStats struct {
 }
 
 // Sweep drops expired keys, Redis style: per shard it examines chunks of
-// records from where it last stopped, and moves on to the next chunk only
-// while more than a quarter of the chunk had expired, so an idle keyspace
-// costs little and a mass expiry is reclaimed quickly. Shards left mostly
-// garbage or empty are compacted so their memory is returned.
+// records from where it last stopped, and goes on past sweepMin records
+// only while more than a quarter of a chunk had expired, so an idle
+// keyspace costs little and a mass expiry is reclaimed quickly. Then it
+// compacts, in steps, a shard an eighth garbage, and rebuilds one whose
+// table is mostly empty. It yields the processor between steps: on one P
+// (GOMAXPROCS=1) requests run between them instead of waiting for the
+// Go scheduler to preempt the sweep 10 ms later. Sweep must not run
+// concurrently with itself.
 func (e *Engine) Sweep(now int64) SweepStats {
 	var st SweepStats
-	for si, s := range e.shards {
+	for _, s := range e.shards {
 		scanned := 0
 		for {
 			s.mu.Lock()
 			size := len(s.data)
-			off := e.sweep.cursor[si]
-			if off >= size || e.sweep.epoch[si] != s.epoch {
+			off := s.sweepAt
+			if off >= size {
 				off = 0
 			}
 			examined, expired := 0, 0
@@ -43,20 +45,32 @@ func (e *Engine) Sweep(now int64) SweepStats {
 				}
 				off = p.end
 			}
-			e.sweep.cursor[si], e.sweep.epoch[si] = off, s.epoch
+			s.sweepAt = off
 			st.Examined += examined
 			st.Expired += expired
 			scanned += examined
-			if off >= size || scanned >= s.count+examined || expired*4 <= examined {
-				s.maybeCompactLocked()
+			more := off < size && scanned < s.count+examined && (scanned < sweepMin || expired*4 > examined)
+			if !more && s.sparseLocked() {
+				s.compactLocked(0) // a smaller table and region
+			}
+			s.mu.Unlock()
+			runtime.Gosched()
+			if !more {
+				break
+			}
+		}
+		for {
+			s.mu.Lock()
+			if !s.compacting && !s.wastefulLocked() {
 				s.mu.Unlock()
 				break
 			}
+			done := s.compactStepLocked(compactStep)
 			s.mu.Unlock()
-			// Let requests run between chunks: on one P (GOMAXPROCS=1) a
-			// long mass expiry would otherwise hold the CPU until the Go
-			// scheduler preempts it, 10 ms later, and show in the p99.
 			runtime.Gosched()
+			if done {
+				break
+			}
 		}
 	}
 	return st

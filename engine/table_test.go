@@ -40,16 +40,53 @@ func TestTableAgainstMap(t *testing.T) {
 			case ok && r.IntN(2) == 0:
 				s.removeLocked(off, tagOf(h))
 				delete(model, k)
+			case ok && r.IntN(4) == 0:
+				s.sweepAt = off // the sweep stopped before this record
 			}
 			require.Equal(t, len(model), s.count)
-			if op%500 == 499 {
-				if op%1000 == 499 { // force a compaction now and then, of either kind
+			switch {
+			case op%500 == 499: // force a compaction now and then, of either kind
+				if op%1000 == 499 {
 					s.compactLocked(0)
 				} else {
 					s.compactInPlaceLocked()
 				}
 				require.Zero(t, s.garbage)
+			case s.compacting || r.IntN(200) == 0: // or a step of an incremental one
+				s.compactStepLocked(1 + r.IntN(20))
+			}
+			if op%250 == 0 || s.compacting && op%40 == 0 {
+				checkRegion(t, s, model)
 			}
 		}
 	}
+}
+
+// checkRegion walks the shard's region as the sweep and snapshots do: it
+// must parse into whole records ending exactly at its end (a compaction's
+// gap included), hold exactly the model's keys live, each where the table
+// points, and as much dead space as the shard counts as garbage; the
+// sweep's resume point must be one of its record boundaries.
+func checkRegion(t *testing.T, s *shard, model map[string]bool) {
+	t.Helper()
+	live, dead, sweepOK := 0, 0, s.sweepAt == len(s.data)
+	for off := 0; off < len(s.data); {
+		sweepOK = sweepOK || off == s.sweepAt
+		p := parseRecord(s.data, off)
+		require.Greater(t, p.end, off)
+		if p.hdr&hdrDead != 0 {
+			dead += p.end - off
+		} else {
+			live++
+			require.True(t, model[string(p.key)], "live record of a key not held: %q", p.key)
+			at, _, ok := s.findLocked(s.hash(p.key), p.key)
+			require.True(t, ok)
+			require.Equal(t, off, at)
+		}
+		off = p.end
+		require.LessOrEqual(t, off, len(s.data))
+	}
+	require.Equal(t, len(model), live)
+	require.Equal(t, s.garbage, dead)
+	require.True(t, sweepOK || s.sweepAt > len(s.data), "sweep position %d is inside a record", s.sweepAt)
 }
