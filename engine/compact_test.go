@@ -82,24 +82,52 @@ func TestSweepCompactsInSteps(t *testing.T) {
 	p := Params{Limit: 100, Window: 1e9, Cost: 1}
 	held := map[string]bool{}
 	for i := 0; i < 20000; i++ {
-		now := int64(1e9)
-		k := fmt.Sprint("short", i)
-		if i%4 == 0 {
-			now = 1e12 // these outlive the sweep
-			k = fmt.Sprint("long", i)
-			held[k] = true
-		}
-		_, err := st.Limit(KindFixed, []byte(k), p, now)
+		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("short", i)), p, 1e9)
 		require.NoError(t, err)
+		if i%4 == 0 { // these outlive the sweep
+			k := fmt.Sprint("long", i)
+			held[k] = true
+			_, err = st.Limit(KindFixed, []byte(k), Params{Limit: 100, Window: 1e12, Cost: 1}, 1e9)
+			require.NoError(t, err)
+		}
 	}
 	before := len(s.data)
-	for e.Sweep(1e11).Expired > 0 {
+	for i := 0; i < 100 && (st.Len() > len(held) || s.compacting || s.garbage > 0); i++ {
+		e.Sweep(1e11)
 	}
-	e.Sweep(1e11)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	require.False(t, s.compacting)
 	require.Zero(t, s.garbage)
 	require.Less(t, len(s.data), before/2, "the expired keys' space should be given back")
 	checkRegion(t, s, held)
+}
+
+// TestTimeNeverRunsBackwardsInAShard: a decision whose clock reading
+// arrives after a later one was used (two threads, each reading the clock
+// before taking the shard lock) is taken at the later time, so a window
+// boundary is crossed once: RL.FIXED's count of the new window is not
+// overwritten by a stale reading's restart of the old one.
+func TestTimeNeverRunsBackwardsInAShard(t *testing.T) {
+	for _, kind := range []Kind{KindFixed, KindSlide, KindLog, KindBucket} {
+		st := New(1).Store()
+		p := Params{Limit: 1, Window: 1e9, Cost: 1, Rate: 1}
+		r, err := st.Limit(kind, []byte("k"), p, 2e9) // the first of the new window
+		require.NoError(t, err)
+		require.False(t, r.Limited, "%v", kind)
+		for _, now := range []int64{2e9 - 1, 2e9 - 1e6, 2e9 + 1} { // stale readings, then a fresh one
+			r, err = st.Limit(kind, []byte("k"), p, now)
+			require.NoError(t, err)
+			require.True(t, r.Limited, "%v at %d: one unit per second, already spent", kind, now)
+		}
+	}
+	st := New(1).Store()
+	g, err := NewGCRA(0, 1, 1) // one per second, no burst
+	require.NoError(t, err)
+	res, err := st.Throttle([]byte("g"), g, 1, 2e9)
+	require.NoError(t, err)
+	require.False(t, res.Limited)
+	res, err = st.Throttle([]byte("g"), g, 1, 1e9+1) // stale
+	require.NoError(t, err)
+	require.True(t, res.Limited)
 }

@@ -85,6 +85,8 @@ type shard struct {
 	// sweepAt is where the expiry sweep resumes: a record's offset,
 	// carried along when compaction moves that record.
 	sweepAt int
+	// latest is the latest time a decision in this shard was made at.
+	latest int64
 	_       [64]byte
 }
 
@@ -108,6 +110,21 @@ func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry,
 		return 0, entry{}, 0, false
 	}
 	return off, e, end, true
+}
+
+// decisionTimeLocked returns the time a decision taken now must use: now,
+// or the shard's latest decision time if that is later. Callers read the
+// clock before they take the shard lock, so on two threads a reading can
+// arrive after a later one has been used; deciding at the earlier time
+// then would run time backwards for the key (an RL.FIXED count of the
+// next window overwritten by one of the previous, over-admitting at the
+// boundary). Clamped, time in a shard only moves forward.
+func (s *shard) decisionTimeLocked(now int64) int64 {
+	if now < s.latest {
+		return s.latest
+	}
+	s.latest = now
+	return now
 }
 
 // markDirtyLocked records that the record at off (hash tag tag), clean
@@ -365,6 +382,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
+	now = s.decisionTimeLocked(now)
 	off, cur, end, ok := s.lookupLocked(h, key, now)
 	var tat uint64
 	if ok {
@@ -425,6 +443,7 @@ func (st Store) SetThrottle(key []byte, tat uint64, deadline int64, keepTTL bool
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
+	now = s.decisionTimeLocked(now)
 	off, cur, end, ok := s.lookupLocked(h, key, now)
 	if (cond == SetIfMissing && ok) || (cond == SetIfExists && !ok) {
 		return false
@@ -642,6 +661,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
+	now = s.decisionTimeLocked(now)
 	off, e, end, ok := s.lookupLocked(h, key, now)
 	var cur state
 	if ok {
