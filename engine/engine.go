@@ -87,7 +87,7 @@ type shard struct {
 	sweepAt int
 	// latest is the latest time a decision in this shard was made at.
 	latest int64
-	_       [64]byte
+	_      [64]byte
 }
 
 func newShard(seed maphash.Seed) *shard {
