@@ -24,6 +24,7 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 	p := Params{Limit: 1 << 40, Window: 1e12}
 	counts := map[string]int64{} // the keys held and their counts
 	written, deleted := map[string]bool{}, map[string]bool{}
+	deletions := 0 // PendingChanges counts each deletion, and each key written once
 	steps := 0
 	for op := 0; op < 20000; op++ {
 		k := fmt.Sprint("key", r.IntN(500))
@@ -32,6 +33,7 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 				delete(counts, k)
 				delete(written, k)
 				deleted[k] = true
+				deletions++
 			}
 		} else {
 			// Costs that grow the count's varint move the record.
@@ -44,11 +46,12 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 		}
 		s.mu.Lock()
 		if s.compacting || s.wastefulLocked() || r.IntN(100) == 0 {
-			s.compactStepLocked(1 + r.IntN(30))
+			s.compactStepLocked(1 + r.IntN(900)) // bytes: one record to a few dozen
 			steps++
 		}
 		s.mu.Unlock()
 		if r.IntN(300) == 0 {
+			require.Equal(t, len(written)+deletions, e.PendingChanges(), "op %d", op)
 			gotW, gotD := map[string]int64{}, map[string]bool{}
 			e.Changes(func(rec Record) {
 				if rec.Kind == KindNone {
@@ -65,7 +68,7 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 				require.True(t, gotD[k], "op %d: deletion of %s not reported", op, k)
 			}
 			require.Zero(t, e.PendingChanges())
-			written, deleted = map[string]bool{}, map[string]bool{}
+			written, deleted, deletions = map[string]bool{}, map[string]bool{}, 0
 		}
 	}
 	t.Logf("%d compaction steps, %d compactions", steps, s.compactions)
@@ -130,4 +133,54 @@ func TestTimeNeverRunsBackwardsInAShard(t *testing.T) {
 	res, err = st.Throttle([]byte("g"), g, 1, 1e9+1) // stale
 	require.NoError(t, err)
 	require.True(t, res.Limited)
+}
+
+// TestExpiryIsADecisionInTime: a key dropped as expired at t, by the sweep
+// or by a read, is not found held by a later decision whose clock reading
+// (taken before the lock) is earlier than t.
+func TestExpiryIsADecisionInTime(t *testing.T) {
+	p := Params{Limit: 1, Window: 1e9, Cost: 1}
+	for _, drop := range []string{"sweep", "read"} {
+		e := New(1)
+		st := e.Store()
+		r, err := st.Limit(KindFixed, []byte("k"), p, 1.5e9) // deadline: the window's end, 2 s
+		require.NoError(t, err)
+		require.False(t, r.Limited)
+		if drop == "sweep" {
+			e.Sweep(2e9)
+		} else {
+			require.Equal(t, KindNone, st.Type([]byte("k"), 2e9))
+		}
+		r, err = st.Limit(KindFixed, []byte("k"), p, 1.9e9) // a stale reading
+		require.NoError(t, err)
+		// Decided at 1.9 s it would be a second unit in [1 s, 2 s), the
+		// window that already admitted its one; at 2 s it is the first of
+		// [2 s, 3 s), which resets 1 s later.
+		require.False(t, r.Limited)
+		require.Equal(t, int64(1e9), r.ResetAfter, "%s: decided at 2 s, in a fresh window", drop)
+	}
+}
+
+// TestFillerSpansAnyGap: a compaction gap of any size a record can leave,
+// including where the slack count's varint changes width, becomes one dead
+// record that parses to exactly its end.
+func TestFillerSpansAnyGap(t *testing.T) {
+	sizes := []int{minRecord, minRecord + 1, 139, 140, 141, 142, 16395, 16396, 16397, 16398, 1 << 21}
+	for n := minRecord; n < 300; n++ {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		b := make([]byte, n+1)
+		b[n] = 0xAB // the byte after the gap stays untouched
+		writeFiller(b[:n])
+		p := parseRecord(b, 0)
+		require.Equal(t, n, p.end, "gap of %d", n)
+		require.NotZero(t, p.hdr&hdrDead)
+		require.Equal(t, byte(0xAB), b[n])
+	}
+	// The smallest records of every kind are at least minRecord bytes.
+	for k := KindThrottle; k <= KindLog; k++ {
+		rec := withSlack(appendRecord(nil, byte(k), nil, entry{kind: k}, nil), 0)
+		require.GreaterOrEqual(t, len(rec), minRecord, "%v", k)
+	}
 }

@@ -78,9 +78,10 @@ type shard struct {
 	flushed  bool
 	// Incremental compaction (compact.go): while compacting, [0, cw) is
 	// compacted, [cw, cr) one dead filler record, [cr, len(data)) not yet
-	// visited. compactions counts the compactions finished.
+	// visited. compactions counts the compaction passes finished.
 	compacting  bool
 	cw, cr      int
+	cLen        int // len(data) at the end of the previous step
 	compactions uint64
 	// sweepAt is where the expiry sweep resumes: a record's offset,
 	// carried along when compaction moves that record.
@@ -106,6 +107,9 @@ func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry,
 	}
 	e, _, end = decodeState(s.data, state, Kind(s.data[off]&hdrKind))
 	if !e.alive(now) {
+		// Dropping it decides it expired at now: no later decision may
+		// be taken at an earlier time, which would have found it held.
+		s.decisionTimeLocked(now)
 		s.removeLocked(off, tagOf(h))
 		return 0, entry{}, 0, false
 	}
@@ -118,7 +122,9 @@ func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry,
 // arrive after a later one has been used; deciding at the earlier time
 // then would run time backwards for the key (an RL.FIXED count of the
 // next window overwritten by one of the previous, over-admitting at the
-// boundary). Clamped, time in a shard only moves forward.
+// boundary). Clamped, time in a shard only moves forward. Expiry, lazy
+// or swept, is a decision too: a key dropped at t is not found held by a
+// decision clamped below t.
 func (s *shard) decisionTimeLocked(now int64) int64 {
 	if now < s.latest {
 		return s.latest

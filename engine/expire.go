@@ -37,6 +37,7 @@ func (e *Engine) Sweep(now int64) SweepStats {
 				off = 0
 			}
 			examined, expired := 0, 0
+			s.decisionTimeLocked(now) // see lookupLocked
 			for ; off < size && examined < sweepChunk; examined++ {
 				p := parseRecord(s.data, off)
 				if p.hdr&hdrDead == 0 && !p.e.alive(now) {
