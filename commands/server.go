@@ -337,6 +337,26 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 	s.run(c, cmd, args, w, now, s.Engine.Store())
 }
 
+// AppendKey appends the first key of the command args to keys, if the
+// command has one, for Prefetch. It only reads the command table.
+func (s *Server) AppendKey(keys [][]byte, c *Client, args [][]byte) [][]byte {
+	if len(args) < 2 {
+		return keys
+	}
+	cmd := c.lastLookup
+	if cmd == nil || !equalFoldASCII(args[0], cmd.Name) {
+		cmd = s.table.lookup(args[0])
+	}
+	if cmd == nil || cmd.FirstKey <= 0 || cmd.FirstKey >= len(args) {
+		return keys
+	}
+	return append(keys, args[cmd.FirstKey])
+}
+
+// Prefetch brings the keys' state into the CPU cache ahead of the commands
+// that will use them (engine.Prefetch): a connection's pipelined batch.
+func (s *Server) Prefetch(keys [][]byte) { s.Engine.Prefetch(keys) }
+
 // equalFoldASCII compares a command name from the wire with a lower-case
 // table name, ignoring ASCII case.
 func equalFoldASCII(b []byte, lower string) bool {

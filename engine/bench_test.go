@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -72,5 +73,43 @@ func BenchmarkLimit(b *testing.B) {
 				now += 1_000_000
 			}
 		})
+	}
+}
+
+// BenchmarkPipelinedThrottle is batches of 16 CL.THROTTLE decisions on
+// random keys, as a pipelined connection sends them, with and without
+// Prefetch ahead of each batch.
+func BenchmarkPipelinedThrottle(b *testing.B) {
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		for _, pre := range []bool{false, true} {
+			b.Run("keys="+strconv.Itoa(n)+"/prefetch="+strconv.FormatBool(pre), func(b *testing.B) {
+				e := New(8)
+				st := e.Store()
+				g, _ := NewGCRA(100, 100, 60)
+				keys := make([][]byte, n)
+				for i := range keys {
+					keys[i] = []byte("rl:gcra:" + strconv.Itoa(i))
+				}
+				now := int64(1_700_000_000_000_000_000)
+				for _, k := range keys {
+					st.Throttle(k, g, 1, now)
+				}
+				r := rand.New(rand.NewPCG(1, 2))
+				batch := make([][]byte, 16)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += len(batch) {
+					for j := range batch {
+						batch[j] = keys[r.IntN(n)]
+					}
+					if pre {
+						e.Prefetch(batch)
+					}
+					for _, k := range batch {
+						st.Throttle(k, g, 1, now)
+					}
+				}
+			})
+		}
 	}
 }

@@ -72,6 +72,7 @@ type shard struct {
 	track    bool
 	quiet    bool          // applying a Restore: what it writes or removes is not a change of ours
 	pending  *atomic.Int64 // the engine's count of pending changes over all shards
+	large    *atomic.Bool  // the engine's flag for Prefetch (nil in a bare shard)
 	dirty    []uint32
 	deleted  []string
 	nPending int64
@@ -305,6 +306,9 @@ type Engine struct {
 	seed   maphash.Seed
 	// pending counts tracked changes not yet taken by Changes (all shards).
 	pending atomic.Int64
+	// large: some shard's table has reached prefetchMinSlots since the
+	// engine started, so Prefetch is worth its work.
+	large atomic.Bool
 }
 
 // MaxShards bounds the shard count: a SCAN cursor holds a shard index above
@@ -320,6 +324,7 @@ func New(n int) *Engine {
 	for i := range e.shards {
 		e.shards[i] = newShard(e.seed)
 		e.shards[i].pending = &e.pending
+		e.shards[i].large = &e.large
 	}
 	return e
 }

@@ -116,6 +116,9 @@ func (s *shard) setSlots(n int) {
 		s.slots, s.mem.slots = nil, nil
 		return
 	}
+	if n >= prefetchMinSlots && s.large != nil && !s.large.Load() {
+		s.large.Store(true)
+	}
 	r := allocRegion(8 * n)
 	s.mem.slots = r
 	s.slots = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(r))), n)

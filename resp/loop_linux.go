@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
 )
 
 // Event loops, Redis's model: on Linux, plain TCP and Unix connections
@@ -39,6 +40,7 @@ type loop struct {
 	exited bool // its descriptors are closed (guarded by mu)
 	events []syscall.EpollEvent
 	round  []*lconn // connections with replies to write this round
+	keys   [][]byte // scratch: the keys of a batch to prefetch
 	swept  time.Time
 }
 
@@ -337,10 +339,13 @@ func (l *loop) handle(lc *lconn, events uint32) {
 	lim := srv.Limits()
 	lc.src.ready = true
 	lc.c.Mark()
-	for {
+	for first := true; ; first = false {
 		args, err := lc.rd.Next()
 		if err == errWouldBlock {
 			break
+		}
+		if first && err == nil && lc.rd.Buffered() > 0 {
+			l.prefetch(lc, args)
 		}
 		if err != nil {
 			var pe ProtocolError
@@ -380,6 +385,23 @@ func (l *loop) handle(lc *lconn, events uint32) {
 		lc.seen = true
 		l.round = append(l.round, lc)
 	}
+}
+
+// prefetch loads the state of the keys of a pipelined batch (args, the
+// first command, and those buffered after it) into the CPU cache before
+// the batch runs, so that their cache misses overlap.
+func (l *loop) prefetch(lc *lconn, args [][]byte) {
+	srv := l.s.cmds
+	keys := srv.AppendKey(l.keys[:0], lc.c, args)
+	lc.rd.Lookahead(func(a [][]byte) bool {
+		keys = srv.AppendKey(keys, lc.c, a)
+		return len(keys) < engine.PrefetchMax
+	})
+	if len(keys) > 1 {
+		srv.Prefetch(keys)
+	}
+	clear(keys) // they point into the reader's buffer
+	l.keys = keys[:0]
 }
 
 // write sends the connection's pending replies. What the socket does not

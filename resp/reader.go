@@ -36,10 +36,16 @@ type Reader struct {
 	buf        []byte
 	start, end int
 	args       [][]byte
-	inline     []byte // scratch for unescaped inline arguments
-	maxArgs    int
-	maxArgLen  int
-	count      int // bytes read since the last TakeCount
+	// Commands Lookahead parsed (ahead[aheadAt:] not yet returned), with
+	// their arguments in pre; the buffer holding them stays in place
+	// until Next has returned them all, as it reads only after that.
+	pre       [][]byte
+	ahead     []parsedCmd
+	aheadAt   int
+	inline    []byte // scratch for unescaped inline arguments
+	maxArgs   int
+	maxArgLen int
+	count     int // bytes read since the last TakeCount
 	// BeforeRead, if set, runs before each blocking read (idle deadlines).
 	BeforeRead func()
 }
@@ -64,6 +70,14 @@ func (r *Reader) Buffered() int { return r.end - r.start }
 // Next returns the next command's arguments. Errors are io errors from the
 // stream or a ProtocolError.
 func (r *Reader) Next() ([][]byte, error) {
+	for r.aheadAt < len(r.ahead) {
+		c := r.ahead[r.aheadAt]
+		r.aheadAt++
+		r.start += c.used
+		if c.n > 0 {
+			return r.pre[c.at : c.at+c.n : c.at+c.n], nil
+		}
+	}
 	for {
 		if r.start < r.end {
 			args, need, err := r.parse()
@@ -140,52 +154,97 @@ func (r *Reader) parse() ([][]byte, int, error) {
 	if b[0] != '*' {
 		return r.parseInline(b)
 	}
+	args, used, need, err := r.parseMultibulk(b, r.args[:0])
+	if args != nil {
+		r.args = args
+	}
+	if args != nil || (err == nil && need == 0) {
+		r.start += used
+	}
+	return args, need, err
+}
+
+// parseMultibulk parses the multibulk command at the start of b into args
+// (reusing its array). It returns the args and the bytes they took, or nil
+// args and how many more bytes are needed at least, or used > 0 with nil
+// args for an empty command (*0, *-1), or a protocol error.
+func (r *Reader) parseMultibulk(b []byte, args [][]byte) (_ [][]byte, used, need int, err error) {
 	line, n, err := readLine(b, 1, errBigMbulkCount)
 	if err != nil || n < 0 {
-		return nil, 1, err
+		return nil, 0, 1, err
 	}
 	count, ok := atoi(line)
 	if !ok || count > int64(r.maxArgs) {
-		return nil, 0, errMultibulkLen
+		return nil, 0, 0, errMultibulkLen
 	}
 	if count <= 0 {
-		r.start += n
-		return nil, 0, nil
+		return nil, n, 0, nil
 	}
 	pos := n
-	args := r.args[:0]
 	for i := int64(0); i < count; i++ {
 		if pos >= len(b) {
-			return nil, 1, nil
+			return nil, 0, 1, nil
 		}
 		if b[pos] != '$' {
-			return nil, 0, ProtocolError("ERR Protocol error: expected '$', got '" + printable(b[pos]) + "'")
+			return nil, 0, 0, ProtocolError("ERR Protocol error: expected '$', got '" + printable(b[pos]) + "'")
 		}
 		line, n, err := readLine(b[pos:], 1, errBigBulkCount)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		if n < 0 {
-			return nil, 1, nil
+			return nil, 0, 1, nil
 		}
 		size, ok := atoi(line)
 		if !ok || size < 0 || size > int64(r.maxArgLen) {
-			return nil, 0, errBulkLen
+			return nil, 0, 0, errBulkLen
 		}
 		pos += n
 		if end := pos + int(size) + 2; end > len(b) {
-			return nil, end - len(b), nil
+			return nil, 0, end - len(b), nil
 		}
 		if b[pos+int(size)] != '\r' || b[pos+int(size)+1] != '\n' {
-			return nil, 0, errBulkTerminator
+			return nil, 0, 0, errBulkTerminator
 		}
 		args = append(args, b[pos:pos+int(size):pos+int(size)])
 		pos += int(size) + 2
 	}
-	r.args = args
-	r.start += pos
-	return args, 0, nil
+	return args, pos, 0, nil
 }
+
+// Lookahead calls fn with each complete command buffered after those Next
+// has returned, in order, while fn returns true, and keeps what it parsed:
+// Next returns those commands without parsing them again. It stops at the
+// first command that is incomplete, inline or malformed (Next parses and
+// reports it when it gets there). The arguments are valid only during the
+// call. The event loop uses it to prefetch the keys of a pipelined batch.
+func (r *Reader) Lookahead(fn func(args [][]byte) bool) {
+	if r.aheadAt < len(r.ahead) {
+		return // parsed ahead already
+	}
+	r.pre, r.ahead, r.aheadAt = r.pre[:0], r.ahead[:0], 0
+	for pos := r.start; pos < r.end && r.buf[pos] == '*'; {
+		at := len(r.pre)
+		args, used, _, err := r.parseMultibulk(r.buf[pos:r.end], r.pre)
+		if err != nil || used == 0 {
+			return
+		}
+		pos += used
+		if args == nil { // an empty command, consumed silently
+			r.ahead = append(r.ahead, parsedCmd{at: at, used: used})
+			continue
+		}
+		r.pre = args
+		r.ahead = append(r.ahead, parsedCmd{at: at, n: len(args) - at, used: used})
+		if !fn(args[at:]) {
+			return
+		}
+	}
+}
+
+// parsedCmd is a command Lookahead parsed: its arguments r.pre[at:at+n]
+// and the bytes it takes in the buffer.
+type parsedCmd struct{ at, n, used int }
 
 // readLine finds "\r\n" in b at or after from. It returns the line without
 // its type byte, the bytes consumed including CRLF, or n = -1 when the line

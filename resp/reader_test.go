@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -118,4 +119,62 @@ func BenchmarkReader(b *testing.B) {
 			}
 		}
 	}
+}
+
+// chunkReader returns at most n bytes per Read, as a socket might.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(b []byte) (int, error) { return c.r.Read(b[:min(len(b), c.n)]) }
+
+// commandsOf reads every command from in in chunks of chunk bytes; with
+// ahead > 0 it calls Lookahead after each Next, stopping it after ahead
+// commands, and checks that Lookahead shows exactly what Next returns next.
+func commandsOf(t *testing.T, in []byte, chunk, ahead int) ([]string, string) {
+	rd := NewReader(chunkReader{bytes.NewReader(in), chunk}, 8, 64)
+	var out, seen []string
+	join := func(args [][]byte) string {
+		var b strings.Builder
+		for _, a := range args {
+			b.WriteString(strconv.Quote(string(a)))
+		}
+		return b.String()
+	}
+	for len(out) < 10000 {
+		args, err := rd.Next()
+		if err != nil {
+			return out, err.Error()
+		}
+		cmd := join(args)
+		out = append(out, cmd)
+		if len(seen) > 0 {
+			require.Equal(t, seen[0], cmd, "Next returned another command than Lookahead showed")
+			seen = seen[1:]
+		}
+		if ahead > 0 {
+			n := 0
+			rd.Lookahead(func(a [][]byte) bool {
+				seen = append(seen, join(a))
+				n++
+				return n < ahead
+			})
+		}
+	}
+	return out, "too many commands"
+}
+
+// FuzzLookahead: a reader that parses ahead returns the same commands and
+// the same error as one that does not, however the input is split.
+func FuzzLookahead(f *testing.F) {
+	f.Add([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\na\r\n*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\nPING\r\n"), uint8(3), uint8(2))
+	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n*2\r\n$3\r\nGET\r\n$9\r\nb\r\n"), uint8(200), uint8(5))
+	f.Add([]byte("*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n*1\r\n!4\r\nPING\r\n"), uint8(1), uint8(1))
+	f.Fuzz(func(t *testing.T, in []byte, chunk, ahead uint8) {
+		want, wantErr := commandsOf(t, in, int(chunk%64)+1, 0)
+		got, gotErr := commandsOf(t, in, int(chunk%64)+1, int(ahead%8)+1)
+		require.Equal(t, want, got)
+		require.Equal(t, wantErr, gotErr)
+	})
 }

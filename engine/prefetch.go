@@ -1,0 +1,81 @@
+package engine
+
+import "hash/maphash"
+
+// PrefetchMax is the most keys Prefetch looks at in one call.
+const PrefetchMax = 32
+
+// prefetchMinSlots: shards with smaller tables (a few thousand keys) stay
+// in the CPU cache, and prefetching them would only add work.
+const prefetchMinSlots = 8192
+
+// Prefetch brings the table slots and records of keys into the CPU cache
+// ahead of their decisions. With 100,000 keys and more a lookup misses the
+// cache twice, on the slot and then on the record the slot points to, and
+// each miss stalls the decision (about 250 ns each on this project's
+// benchmark machines). Prefetch loads the slots of all keys in one pass and
+// their records in a second, so that the misses of a pipelined batch
+// overlap instead of following one another. It holds the locks of the
+// shards involved, taken in ascending order as Atomic takes them, for the
+// two passes: a lock taken between two loads would wait for the first
+// load to complete (a locked instruction orders memory) and the misses
+// would not overlap. It changes nothing, looks at no more than PrefetchMax
+// keys, and returns at once while no shard's table has reached
+// prefetchMinSlots (the keyspace stays cached).
+//
+// It returns a value derived from what it loaded, so that the loads are
+// not optimized away; callers ignore it.
+//
+//go:noinline
+func (e *Engine) Prefetch(keys [][]byte) uint64 {
+	if !e.large.Load() {
+		return 0
+	}
+	var hs, held [PrefetchMax]uint64
+	n := min(len(keys), PrefetchMax)
+	m := 0 // held[:m]: the shard indices involved, ascending, distinct
+	for i, k := range keys[:n] {
+		h := maphash.Bytes(e.seed, k)
+		hs[i] = h
+		si := (h >> 32) & e.mask
+		j := m
+		for j > 0 && held[j-1] > si {
+			j--
+		}
+		if j > 0 && held[j-1] == si {
+			continue
+		}
+		copy(held[j+1:m+1], held[j:m])
+		held[j] = si
+		m++
+	}
+	if m == 0 {
+		return 0
+	}
+	for _, si := range held[:m] {
+		e.shards[si].mu.Lock()
+	}
+	sink := uint64(0)
+	if len(e.shards[held[0]].slots) >= prefetchMinSlots {
+		for _, h := range hs[:n] {
+			s := e.shards[(h>>32)&e.mask]
+			if len(s.slots) > 0 {
+				sink += s.slots[uint64(tagOf(h))&uint64(len(s.slots)-1)]
+			}
+		}
+		for _, h := range hs[:n] {
+			s := e.shards[(h>>32)&e.mask]
+			if len(s.slots) == 0 {
+				continue
+			}
+			tag := tagOf(h)
+			if slot := s.slots[uint64(tag)&uint64(len(s.slots)-1)]; slot != 0 && slotTag(slot) == tag {
+				sink += uint64(s.data[slotOff(slot)])
+			}
+		}
+	}
+	for _, si := range held[:m] {
+		e.shards[si].mu.Unlock()
+	}
+	return sink
+}
