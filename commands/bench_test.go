@@ -39,7 +39,7 @@ func BenchmarkDispatch(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := NewServer(Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewReal(1_700_000_000_000_000_000), nil, nil)
-			c, _ := s.NewClient("bench", "bench")
+			c, _ := s.NewClient("bench", "bench", nil)
 			args := make([][]byte, len(tc.args))
 			for i, a := range tc.args {
 				args[i] = []byte(a)
@@ -58,7 +58,7 @@ func BenchmarkDispatch(b *testing.B) {
 // allocations (a regression here costs GC time at every request).
 func TestHotPathAllocatesNothing(t *testing.T) {
 	s := NewServer(Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewManual(1_700_000_000_000_000_000), nil, nil)
-	c, _ := s.NewClient("t", "t")
+	c, _ := s.NewClient("t", "t", nil)
 	for _, cmd := range [][]string{
 		{"CL.THROTTLE", "user:123", "15", "30", "60", "1"},
 		{"cl.throttle", "user:123", "15", "30", "60"},

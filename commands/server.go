@@ -198,9 +198,9 @@ type Client struct {
 	multiErr bool
 	queue    [][][]byte // MULTI queue; owns copies of the arguments
 
-	// Close, set by the connection, closes it from another goroutine
-	// (CLIENT KILL). CloseAfterReply asks the connection to close once
-	// the current reply is written (QUIT, limits).
+	// Close, given by the connection to NewClient, closes it from another
+	// goroutine (CLIENT KILL). CloseAfterReply asks the connection to
+	// close once the current reply is written (QUIT, limits).
 	Close           func()
 	closeAfterReply bool
 
@@ -232,16 +232,18 @@ func monoNow() int64 { return int64(time.Since(procStart)) }
 // it after a blocking read.
 func (c *Client) Mark() { c.mark = monoNow() }
 
-// NewClient registers a connection. It returns nil and writes the error
-// to refuse it when maxclients is reached.
-func (s *Server) NewClient(addr, laddr string) (*Client, error) {
+// NewClient registers a connection; close closes it from another goroutine
+// (CLIENT KILL), and is set before the client is listed, so a kill never
+// finds a client it cannot close. It returns ErrMaxClients to refuse the
+// connection when maxclients is reached.
+func (s *Server) NewClient(addr, laddr string, close func()) (*Client, error) {
 	s.clientsMu.Lock()
 	defer s.clientsMu.Unlock()
 	if max := s.maxClients.Load(); max > 0 && int64(len(s.clients)) >= max {
 		s.stats.rejectedConns.Add(1)
 		return nil, ErrMaxClients
 	}
-	c := &Client{ID: s.nextID.Add(1), Addr: addr, LAddr: laddr, proto: 2, created: time.Now()}
+	c := &Client{ID: s.nextID.Add(1), Addr: addr, LAddr: laddr, proto: 2, created: time.Now(), Close: close}
 	c.mark = monoNow()
 	c.lastActive.Store(c.mark)
 	c.authed = *s.requirePass.Load() == ""

@@ -40,7 +40,7 @@ func FuzzRequest(f *testing.F) {
 	cfg := commands.Config{Shards: 4, ClockMode: "manual", MaxClients: 100, Limits: commands.Limits{MaxArgs: 64, MaxArgLen: 4096, MaxKeyLen: 256, MaxOutput: 1 << 20}}
 	srv := commands.NewServer(cfg, engine.New(4), clock.NewManual(rltest.StartNs), nil, nil)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		c, err := srv.NewClient("fuzz:1", "fuzz:2")
+		c, err := srv.NewClient("fuzz:1", "fuzz:2", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

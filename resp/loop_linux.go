@@ -169,17 +169,17 @@ func (s *Server) adopt(nc net.Conn) bool {
 		return true
 	}
 	srv := s.cmds
-	c, err := srv.NewClient(addr, laddr)
+	lc := &lconn{fd: fd, src: pollSource{fd: fd}}
+	c, err := srv.NewClient(addr, laddr, lc.kill)
 	if err != nil {
 		msg := []byte("-" + err.Error() + "\r\n")
 		syscall.Write(fd, msg)
 		syscall.Close(fd)
 		return true
 	}
-	lc := &lconn{fd: fd, c: c, w: NewWriter(c.Proto), src: pollSource{fd: fd}}
+	lc.c, lc.w = c, NewWriter(c.Proto)
 	lim := srv.Limits()
 	lc.rd = NewReader(&lc.src, lim.MaxArgs, lim.MaxArgLen)
-	c.Close = lc.kill
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

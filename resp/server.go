@@ -126,13 +126,12 @@ func (s *Server) serveConn(nc net.Conn) {
 		s.mu.Unlock()
 	}()
 	srv := s.cmds
-	c, err := srv.NewClient(nc.RemoteAddr().String(), nc.LocalAddr().String())
+	c, err := srv.NewClient(nc.RemoteAddr().String(), nc.LocalAddr().String(), func() { nc.Close() })
 	if err != nil {
 		nc.Write([]byte("-" + err.Error() + "\r\n"))
 		return
 	}
 	defer srv.RemoveClient(c)
-	c.Close = func() { nc.Close() }
 	Serve(srv, c, rawIO(nc), func() {
 		if t := srv.IdleTimeout(); t > 0 {
 			nc.SetReadDeadline(time.Now().Add(t))

@@ -31,7 +31,7 @@ func startNode(t *testing.T, fs vfs.FS, saveInterval time.Duration) *node {
 		ClockStart: rltest.StartNs, FS: fs, ExpiryInterval: 5 * time.Millisecond,
 	})
 	require.NoError(t, err)
-	c, err := s.Cmds.NewClient("test", "test")
+	c, err := s.Cmds.NewClient("test", "test", nil)
 	require.NoError(t, err)
 	n := &node{s: s, c: c}
 	n.w = resp.NewWriter(c.Proto)
