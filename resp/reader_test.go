@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/redcon"
 )
 
 func readAll(t *testing.T, in string, oneByte bool) ([]string, error) {
@@ -177,4 +180,19 @@ func FuzzLookahead(f *testing.F) {
 		require.Equal(t, want, got)
 		require.Equal(t, wantErr, gotErr)
 	})
+}
+
+// TestWriterInt: the small-integer fast path writes what redcon writes,
+// around its edges and for any value.
+func TestWriterInt(t *testing.T) {
+	vals := []int64{math.MinInt64, -1000, -1, 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1001, math.MaxInt64}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		vals = append(vals, r.Int64N(2000)-500, int64(r.Uint64()))
+	}
+	for _, v := range vals {
+		w := NewWriter(nil)
+		w.Int(v)
+		require.Equal(t, string(redcon.AppendInt(nil, v)), string(w.Bytes()), "%d", v)
+	}
 }

@@ -32,10 +32,26 @@ func (w *Writer) Reset() {
 	w.buf = w.buf[:0]
 }
 
-func (w *Writer) Proto() int          { return w.proto() }
-func (w *Writer) Simple(s string)     { w.buf = redcon.AppendString(w.buf, s) }
-func (w *Writer) Error(s string)      { w.buf = redcon.AppendError(w.buf, s) }
-func (w *Writer) Int(n int64)         { w.buf = redcon.AppendInt(w.buf, n) }
+func (w *Writer) Proto() int      { return w.proto() }
+func (w *Writer) Simple(s string) { w.buf = redcon.AppendString(w.buf, s) }
+func (w *Writer) Error(s string)  { w.buf = redcon.AppendError(w.buf, s) }
+
+// Int writes an integer reply. Limiter replies are mostly small
+// non-negative integers (a flag, a limit, a count, seconds), written here
+// without strconv; others go through redcon.
+func (w *Writer) Int(n int64) {
+	switch {
+	case n >= 0 && n < 10:
+		w.buf = append(w.buf, ':', byte('0'+n), '\r', '\n')
+	case n >= 10 && n < 100:
+		w.buf = append(w.buf, ':', byte('0'+n/10), byte('0'+n%10), '\r', '\n')
+	case n >= 100 && n < 1000:
+		w.buf = append(w.buf, ':', byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10), '\r', '\n')
+	default:
+		w.buf = redcon.AppendInt(w.buf, n)
+	}
+}
+
 func (w *Writer) Bulk(b []byte)       { w.buf = redcon.AppendBulk(w.buf, b) }
 func (w *Writer) BulkString(s string) { w.buf = redcon.AppendBulkString(w.buf, s) }
 func (w *Writer) Array(n int)         { w.buf = redcon.AppendArray(w.buf, n) }
