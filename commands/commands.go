@@ -58,6 +58,12 @@ func newTable() Table {
 		{Name: "dbsize", Arity: 1, Flags: FlagReadOnly | FlagFast, ACL: []string{"@keyspace", "@read", "@fast"}, Group: server, Since: "1.0.0", Summary: "Returns the number of keys.", Run: cmdDBSize},
 		{Name: "flushall", Arity: -1, Flags: FlagWrite, ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Removes all keys.", Run: cmdFlushAll},
 		{Name: "flushdb", Arity: -1, Flags: FlagWrite, ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Removes all keys.", Run: cmdFlushAll},
+		{Name: "object", Arity: -2, Group: keys, Since: "2.2.3", Summary: "A container for object introspection commands.", Sub: subTable("object", []*Command{
+			{Name: "encoding", Arity: 3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, ACL: []string{"@keyspace", "@read", "@slow"}, Summary: "Returns the internal encoding of a key: int (a CL.THROTTLE TAT) or record (RL.* state).", Run: cmdObjectEncoding},
+			{Name: "refcount", Arity: 3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, ACL: []string{"@keyspace", "@read", "@slow"}, Summary: "Returns the reference count of a key's value: always 1.", Run: cmdObjectRefcount},
+			{Name: "freq", Arity: 3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, ACL: []string{"@keyspace", "@read", "@slow"}, Summary: "Access frequency is not tracked (there is no LFU eviction).", Run: cmdObjectFreq},
+			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@keyspace", "@slow"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdObjectHelp},
+		})},
 		{Name: "memory", Arity: -2, Group: server, Since: "4.0.0", Summary: "A container for memory diagnostics commands.", Sub: subTable("memory", []*Command{
 			{Name: "usage", Arity: -3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Estimates the memory usage of a key.", Run: cmdMemoryUsage},
 		})},

@@ -273,3 +273,53 @@ func cmdMemoryUsage(x *Ctx) {
 	}
 	x.W.Int(n)
 }
+
+// OBJECT ENCODING: a CL.THROTTLE key is a Redis string holding an integer
+// (the TAT), which Redis encodes as "int"; RL.* state is a record of the
+// engine's own ("record"). A missing key is nil, as in Redis.
+func cmdObjectEncoding(x *Ctx) {
+	switch k := x.Store.Type(x.Args[2], x.Now); k {
+	case engine.KindNone:
+		x.W.Null()
+	case engine.KindThrottle:
+		x.W.BulkString("int")
+	default:
+		x.W.BulkString("record")
+	}
+}
+
+// OBJECT REFCOUNT: values are never shared, so 1 (nil for a missing key).
+func cmdObjectRefcount(x *Ctx) {
+	if x.Store.Type(x.Args[2], x.Now) == engine.KindNone {
+		x.W.Null()
+		return
+	}
+	x.W.Int(1)
+}
+
+// OBJECT FREQ answers as Redis does without an LFU maxmemory policy: nil
+// for a missing key, else the error.
+func cmdObjectFreq(x *Ctx) {
+	if x.Store.Type(x.Args[2], x.Now) == engine.KindNone {
+		x.W.Null()
+		return
+	}
+	x.Error(Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."))
+}
+
+func cmdObjectHelp(x *Ctx) {
+	lines := []string{
+		"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"ENCODING <key>", "    Return the kind of internal representation used in order to store the value",
+		"    associated with a <key>.",
+		"FREQ <key>", "    Return the access frequency index of the <key>. The returned integer is",
+		"    proportional to the logarithm of the recent access frequency of the key.",
+		"REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
+		"    <key>.",
+		"HELP", "    Print this help.",
+	}
+	x.W.Array(len(lines))
+	for _, l := range lines {
+		x.W.Simple(l)
+	}
+}
