@@ -50,16 +50,23 @@ func (e *Engine) Changes(fn func(Record)) (flushed bool) {
 			recs = append(recs, Record{Key: k})
 		}
 		for _, tag := range s.dirty {
-			// Every record of the tag's probe run with the dirty bit: the
-			// listed record (unless it went, or was reported already) and
-			// any other of the same tag, whose report is early but harmless.
-			for p := uint64(tag) & uint64(len(s.slots)-1); len(s.slots) > 0 && s.slots[p] != 0; p = (p + 1) & uint64(len(s.slots)-1) {
-				if slotTag(s.slots[p]) != tag {
+			// Every record of the tag's probe runs (in both tables while
+			// the table grows) with the dirty bit: the listed record
+			// (unless it went, or was reported already) and any other of
+			// the same tag, whose report is early but harmless.
+			for _, t := range [2][]uint64{s.slots, s.old} {
+				if len(t) == 0 {
 					continue
 				}
-				if off := slotOff(s.slots[p]); s.data[off]&hdrDirty != 0 {
-					s.data[off] &^= hdrDirty
-					recs = append(recs, recordOf(parseRecord(s.data, off)))
+				mask := uint64(len(t) - 1)
+				for p := uint64(tag) & mask; t[p] != 0; p = (p + 1) & mask {
+					if slotTag(t[p]) != tag || t[p] == moved {
+						continue
+					}
+					if off := slotOff(t[p]); s.data[off]&hdrDirty != 0 {
+						s.data[off] &^= hdrDirty
+						recs = append(recs, recordOf(parseRecord(s.data, off)))
+					}
 				}
 			}
 		}

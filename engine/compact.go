@@ -57,9 +57,9 @@ func (s *shard) compactStepLocked(budget int) (done bool) {
 		if rec.hdr&hdrDead == 0 {
 			if s.cw != s.cr {
 				tag := tagOf(s.hash(rec.key)) // before the copy overwrites the key
-				p := s.slotIndexLocked(tag, s.cr)
+				slot := s.slotLocked(tag, s.cr)
 				copy(s.data[s.cw:], s.data[s.cr:end])
-				s.slots[p] = makeSlot(tag, s.cw)
+				*slot = makeSlot(tag, s.cw)
 			}
 			s.cw += end - s.cr
 		}

@@ -52,13 +52,17 @@ const never = int64(1<<63 - 1)
 // changes size is appended anew and the old copy becomes garbage, so the
 // region is compacted when garbage outweighs what is live.
 type shard struct {
-	mu      sync.Mutex
-	slots   []uint64 // the key table, a view of mem.slots
-	count   int      // keys in the table
-	data    []byte   // records; len is what is used, cap what is mapped
-	garbage int      // bytes of dead records in data
-	mem     *regions // the regions behind slots and data
-	seed    maphash.Seed
+	mu    sync.Mutex
+	slots []uint64 // the key table, a view of mem.slots
+	// old is the previous table while its entries move into slots (a
+	// view of mem.oldSlots; nil otherwise); old[:migrated] has moved.
+	old      []uint64
+	migrated int
+	count    int      // keys in the table
+	data     []byte   // records; len is what is used, cap what is mapped
+	garbage  int      // bytes of dead records in data
+	mem      *regions // the regions behind slots and data
+	seed     maphash.Seed
 	// testHash replaces the hash in tests that force tag collisions.
 	testHash func([]byte) uint64
 	buf      []byte // scratch: a record being encoded
@@ -173,12 +177,12 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 			off, _, _ = s.findLocked(h, key)
 			oldEnd = parseRecord(s.data, off).end
 		}
-		p := s.slotIndexLocked(tag, off)
+		slot := s.slotLocked(tag, off)
 		s.data[off] |= hdrDead
 		s.garbage += oldEnd - off
 		newOff := len(s.data)
 		s.data = append(s.data, s.buf...)
-		s.slots[p] = makeSlot(tag, newOff)
+		*slot = makeSlot(tag, newOff)
 		if wasDirty { // already listed by its tag
 			s.data[newOff] |= hdrDirty
 		} else {
@@ -261,6 +265,9 @@ func (s *shard) compactLocked(extra int) {
 		data, s.mem.data = r[:0], r
 	} else {
 		s.mem.data = nil
+	}
+	if s.old != nil {
+		s.dropOldLocked() // the table is rebuilt from the records
 	}
 	n := s.count
 	if n == 0 {
@@ -564,7 +571,7 @@ func (st Store) Memory() MemoryStats {
 	var m MemoryStats
 	for _, s := range st.e.shards {
 		st.lock(s)
-		m.Held += int64(cap(s.data) + 8*len(s.slots))
+		m.Held += int64(cap(s.data) + 8*len(s.slots) + 8*len(s.old))
 		m.Records += int64(len(s.data) - s.garbage)
 		m.Garbage += int64(s.garbage)
 		st.unlock(s)
@@ -578,6 +585,7 @@ func (st Store) Flush() {
 		st.lock(s)
 		s.mem.release()
 		s.slots, s.count, s.data, s.garbage = nil, 0, nil, 0
+		s.old, s.migrated = nil, 0
 		s.compacting, s.sweepAt = false, 0
 		if s.track {
 			s.pending.Add(-s.nPending)
@@ -635,6 +643,11 @@ func (st Store) ScanSlots(i int, pos int64, count int, now int64, fn func(KeyInf
 	s := st.e.shards[i]
 	st.lock(s)
 	defer st.unlock(s)
+	if s.old != nil {
+		// A walk is over one table: finish moving the old one (a SCAN
+		// during a resize pays for the rest of it).
+		s.migrateLocked(len(s.old))
+	}
 	if len(s.slots) == 0 {
 		return -1
 	}

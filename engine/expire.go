@@ -11,6 +11,10 @@ const (
 	sweepMin   = 1024
 )
 
+// migrateStep is how many slots of a growing table the sweep moves over
+// under one hold of the shard lock.
+const migrateStep = 4096
+
 // SweepStats counts what one sweep pass did.
 type SweepStats struct {
 	Examined, Expired int
@@ -59,6 +63,17 @@ func (e *Engine) Sweep(now int64) SweepStats {
 			if !more {
 				break
 			}
+		}
+		for {
+			// A table growing in steps: move the rest of it over.
+			s.mu.Lock()
+			if s.old == nil {
+				s.mu.Unlock()
+				break
+			}
+			s.migrateLocked(migrateStep)
+			s.mu.Unlock()
+			runtime.Gosched()
 		}
 		for {
 			s.mu.Lock()

@@ -17,13 +17,14 @@ const mapMin = 256 << 10
 // unmaps them when the shard is dropped without Flush (an engine a test
 // let go), so no mapping outlives its engine.
 type regions struct {
-	data, slots []byte
+	data, slots, oldSlots []byte
 }
 
 func (r *regions) release() {
 	freeRegion(r.data)
 	freeRegion(r.slots)
-	r.data, r.slots = nil, nil
+	freeRegion(r.oldSlots)
+	r.data, r.slots, r.oldSlots = nil, nil, nil
 }
 
 // watchRegions arranges for s's regions to be unmapped once s is

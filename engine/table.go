@@ -9,7 +9,8 @@ import "unsafe"
 // (the key bytes and the state sit together), nothing else.
 //
 // Deletion shifts later slots of the same probe run back (no tombstones),
-// so probe runs stay short at any churn.
+// so probe runs stay short at any churn; only a table being emptied into
+// its successor takes tombstones (below).
 const (
 	minSlots = 16
 	tagBits  = 28
@@ -24,20 +25,36 @@ func makeSlot(tag uint32, off int) uint64 {
 	return uint64(tag)<<offBits | uint64(off+1)
 }
 
-// findLocked returns the record offset of key (hash h), if present, and
-// the offset of the record's state (just past the key).
-func (s *shard) findLocked(h uint64, key []byte) (off, state int, ok bool) {
-	if len(s.slots) == 0 {
+// Growing the table is incremental, as Redis rehashes: the table doubles
+// into a new one, and the entries of the old one move over a few at a
+// time (two per insert, and in chunks by the sweeper) instead of all at
+// once under the shard lock (at 125,000 keys a shard took 2.5-4 ms in one
+// piece). While entries move (s.old != nil), a key is in exactly one of
+// the two tables: lookups try the new one, then the old one; inserts go to
+// the new one; a removal from the old one leaves a tombstone, as does a
+// move, so the old table's probe runs stay whole until it is freed.
+
+// moved is the tombstone of an old table's slot: its offset is one no
+// record reaches (reserveLocked stops a shard below offMask).
+const moved = uint64(offMask)
+
+// migrateAtOnce: a table of at most this many slots is moved over at once
+// when it doubles (a few microseconds); tests lower it.
+var migrateAtOnce = 1024
+
+// findIn returns the record offset of key (tag tag) in table t, and the
+// offset of the record's state (just past the key).
+func (s *shard) findIn(t []uint64, tag uint32, key []byte) (off, state int, ok bool) {
+	if len(t) == 0 {
 		return 0, 0, false
 	}
-	mask := uint64(len(s.slots) - 1)
-	tag := tagOf(h)
+	mask := uint64(len(t) - 1)
 	for p := uint64(tag) & mask; ; p = (p + 1) & mask {
-		slot := s.slots[p]
+		slot := t[p]
 		if slot == 0 {
 			return 0, 0, false
 		}
-		if slotTag(slot) == tag {
+		if slotTag(slot) == tag && slot != moved {
 			off := slotOff(slot)
 			kl, i := uvarint(s.data, off+1)
 			if int(kl) == len(key) && string(s.data[i:i+int(kl)]) == string(key) {
@@ -47,37 +64,112 @@ func (s *shard) findLocked(h uint64, key []byte) (off, state int, ok bool) {
 	}
 }
 
-// slotIndexLocked returns the table index holding the record at off (hash
-// tag tag), which must be in the table.
-func (s *shard) slotIndexLocked(tag uint32, off int) uint64 {
-	mask := uint64(len(s.slots) - 1)
+// findLocked returns the record offset of key (hash h), if present, and
+// the offset of the record's state (just past the key).
+func (s *shard) findLocked(h uint64, key []byte) (off, state int, ok bool) {
+	tag := tagOf(h)
+	if off, state, ok = s.findIn(s.slots, tag, key); ok || s.old == nil {
+		return off, state, ok
+	}
+	return s.findIn(s.old, tag, key)
+}
+
+// slotIndexIn returns the index in t of the slot holding the record at
+// off (tag tag), or false if t does not hold it.
+func slotIndexIn(t []uint64, tag uint32, off int) (uint64, bool) {
+	if len(t) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t) - 1)
 	want := makeSlot(tag, off)
-	p := uint64(tag) & mask
-	for s.slots[p] != want {
+	for p := uint64(tag) & mask; t[p] != 0; p = (p + 1) & mask {
+		if t[p] == want {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// slotLocked returns the slot holding the record at off (hash tag tag),
+// which must be in the table, in whichever table holds it.
+func (s *shard) slotLocked(tag uint32, off int) *uint64 {
+	if p, ok := slotIndexIn(s.slots, tag, off); ok {
+		return &s.slots[p]
+	}
+	p, ok := slotIndexIn(s.old, tag, off)
+	if !ok {
+		panic("engine: a record is missing from its table")
+	}
+	return &s.old[p]
+}
+
+// insertIn puts slot into table t, which has room.
+func insertIn(t []uint64, slot uint64) {
+	mask := uint64(len(t) - 1)
+	p := uint64(slotTag(slot)) & mask
+	for t[p] != 0 {
 		p = (p + 1) & mask
 	}
-	return p
+	t[p] = slot
 }
 
 // placeLocked puts the record at off (hash tag tag) into the table.
 func (s *shard) placeLocked(tag uint32, off int) {
+	if s.old != nil {
+		// Two old slots per insert: the old table (half the new one's
+		// size) is emptied long before the new one fills to 3/4.
+		s.migrateLocked(2)
+	}
 	if (s.count+1)*4 > len(s.slots)*3 { // load factor at most 3/4
-		s.resizeLocked(max(minSlots, 2*len(s.slots)))
+		s.migrateLocked(len(s.old)) // (only if the sweeper and inserts fell behind)
+		s.growTableLocked()
 	}
-	mask := uint64(len(s.slots) - 1)
-	p := uint64(tag) & mask
-	for s.slots[p] != 0 {
-		p = (p + 1) & mask
-	}
-	s.slots[p] = makeSlot(tag, off)
+	insertIn(s.slots, makeSlot(tag, off))
 	s.count++
 }
 
-// unplaceLocked removes the record at off (hash tag tag) from the table,
-// shifting back the slots after it that belong earlier in the run.
+// growTableLocked doubles the table; the old one's entries move over
+// incrementally (migrateLocked), or at once if it is small.
+func (s *shard) growTableLocked() {
+	n := max(minSlots, 2*len(s.slots))
+	s.old, s.mem.oldSlots, s.migrated = s.slots, s.mem.slots, 0
+	s.setSlots(n)
+	if len(s.old) <= migrateAtOnce {
+		s.migrateLocked(len(s.old))
+	}
+}
+
+// migrateLocked moves up to n slots of the old table into the new one,
+// freeing the old table once all have moved.
+func (s *shard) migrateLocked(n int) {
+	for end := min(s.migrated+n, len(s.old)); s.migrated < end; s.migrated++ {
+		if slot := s.old[s.migrated]; slot != 0 && slot != moved {
+			insertIn(s.slots, slot)
+			s.old[s.migrated] = moved
+		}
+	}
+	if s.old != nil && s.migrated == len(s.old) {
+		s.dropOldLocked()
+	}
+}
+
+// dropOldLocked frees the old table (after a move, or a rebuild).
+func (s *shard) dropOldLocked() {
+	freeRegion(s.mem.oldSlots)
+	s.old, s.mem.oldSlots, s.migrated = nil, nil, 0
+}
+
+// unplaceLocked removes the record at off (hash tag tag) from the table:
+// in the new table by shifting back the slots after it that belong
+// earlier in the run, in the old one by a tombstone.
 func (s *shard) unplaceLocked(tag uint32, off int) {
+	s.count--
+	p, ok := slotIndexIn(s.slots, tag, off)
+	if !ok {
+		*s.slotLocked(tag, off) = moved
+		return
+	}
 	mask := uint64(len(s.slots) - 1)
-	p := s.slotIndexLocked(tag, off)
 	for q := (p + 1) & mask; s.slots[q] != 0; q = (q + 1) & mask {
 		ideal := uint64(slotTag(s.slots[q])) & mask
 		// Move q back to the hole at p unless its ideal position lies
@@ -88,25 +180,6 @@ func (s *shard) unplaceLocked(tag uint32, off int) {
 		}
 	}
 	s.slots[p] = 0
-	s.count--
-}
-
-// resizeLocked rebuilds the table with n slots (a power of two).
-func (s *shard) resizeLocked(n int) {
-	old, oldRegion := s.slots, s.mem.slots
-	s.setSlots(n)
-	mask := uint64(n - 1)
-	for _, slot := range old {
-		if slot == 0 {
-			continue
-		}
-		p := uint64(slotTag(slot)) & mask
-		for s.slots[p] != 0 {
-			p = (p + 1) & mask
-		}
-		s.slots[p] = slot
-	}
-	freeRegion(oldRegion)
 }
 
 // setSlots gives the shard an empty table of n slots (0 for none); the

@@ -16,7 +16,9 @@ func TestTableAgainstMap(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 3))
+	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
 	for round := 0; round < 20; round++ {
+		migrateAtOnce = []int{0, 16, 1024}[round%3] // tables that grow in steps, or at once
 		s := newShard(maphash.MakeSeed())
 		model := map[string]bool{}
 		tags := 1 + r.IntN(40)
@@ -88,5 +90,17 @@ func checkRegion(t *testing.T, s *shard, model map[string]bool) {
 	}
 	require.Equal(t, len(model), live)
 	require.Equal(t, s.garbage, dead)
+	// The tables hold count entries, the old one (while the table grows)
+	// only tombstones below the migration point.
+	entries := 0
+	for i, slot := range append(append([]uint64(nil), s.slots...), s.old...) {
+		if slot != 0 && slot != moved {
+			entries++
+			if i >= len(s.slots) {
+				require.GreaterOrEqual(t, i-len(s.slots), s.migrated, "an old slot below the migration point is live")
+			}
+		}
+	}
+	require.Equal(t, s.count, entries)
 	require.True(t, sweepOK, "sweep position %d is not a record boundary", s.sweepAt)
 }
