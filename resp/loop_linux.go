@@ -184,7 +184,10 @@ func (s *Server) adopt(nc net.Conn) bool {
 	if s.closed {
 		s.mu.Unlock()
 		srv.RemoveClient(c)
+		lc.mu.Lock() // a CLIENT KILL that listed it may still call lc.kill
+		lc.dead = true
 		syscall.Close(fd)
+		lc.mu.Unlock()
 		return true
 	}
 	l := s.loops[s.next%len(s.loops)]
@@ -393,9 +396,11 @@ func (l *loop) handle(lc *lconn, events uint32) {
 func (l *loop) prefetch(lc *lconn, args [][]byte) {
 	srv := l.s.cmds
 	keys := srv.AppendKey(l.keys[:0], lc.c, args)
+	n := 0 // commands looked at: keyless ones end the look too
 	lc.rd.Lookahead(func(a [][]byte) bool {
 		keys = srv.AppendKey(keys, lc.c, a)
-		return len(keys) < engine.PrefetchMax
+		n++
+		return len(keys) < engine.PrefetchMax && n < 2*engine.PrefetchMax
 	})
 	if len(keys) > 1 {
 		srv.Prefetch(keys)

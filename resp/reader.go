@@ -40,6 +40,7 @@ type Reader struct {
 	// their arguments in pre; the buffer holding them stays in place
 	// until Next has returned them all, as it reads only after that.
 	pre       [][]byte
+	preSpare  [][]byte // the previous pre, which may hold the arguments Next returned last
 	ahead     []parsedCmd
 	aheadAt   int
 	inline    []byte // scratch for unescaped inline arguments
@@ -222,7 +223,10 @@ func (r *Reader) Lookahead(fn func(args [][]byte) bool) {
 	if r.aheadAt < len(r.ahead) {
 		return // parsed ahead already
 	}
-	r.pre, r.ahead, r.aheadAt = r.pre[:0], r.ahead[:0], 0
+	// The arguments Next returned last may be in pre: parse into the
+	// other array, so that they stay intact until the next call of Next.
+	r.pre, r.preSpare = r.preSpare[:0], r.pre
+	r.ahead, r.aheadAt = r.ahead[:0], 0
 	for pos := r.start; pos < r.end && r.buf[pos] == '*'; {
 		at := len(r.pre)
 		args, used, _, err := r.parseMultibulk(r.buf[pos:r.end], r.pre)

@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -163,6 +164,7 @@ func commandsOf(t *testing.T, in []byte, chunk, ahead int) ([]string, string) {
 				n++
 				return n < ahead
 			})
+			require.Equal(t, cmd, join(args), "Lookahead changed the arguments Next returned")
 		}
 	}
 	return out, "too many commands"
@@ -172,8 +174,9 @@ func commandsOf(t *testing.T, in []byte, chunk, ahead int) ([]string, string) {
 // the same error as one that does not, however the input is split.
 func FuzzLookahead(f *testing.F) {
 	f.Add([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\na\r\n*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\nPING\r\n"), uint8(3), uint8(2))
-	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n*2\r\n$3\r\nGET\r\n$9\r\nb\r\n"), uint8(200), uint8(5))
-	f.Add([]byte("*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n*1\r\n!4\r\nPING\r\n"), uint8(1), uint8(1))
+	// Several complete commands after one that Next returned from the
+	// queue: Lookahead must parse them without touching its arguments.
+	f.Add([]byte("*1\r\n$1\r\na\r\n*1\r\n$1\r\nb\r\n*1\r\n$1\r\nc\r\n*1\r\n$1\r\nd\r\n*1\r\n$1\r\ne\r\n*1\r\n$1\r\nf\r\n"), uint8(63), uint8(1))
 	f.Fuzz(func(t *testing.T, in []byte, chunk, ahead uint8) {
 		want, wantErr := commandsOf(t, in, int(chunk%64)+1, 0)
 		got, gotErr := commandsOf(t, in, int(chunk%64)+1, int(ahead%8)+1)
@@ -194,5 +197,36 @@ func TestWriterInt(t *testing.T) {
 		w := NewWriter(nil)
 		w.Int(v)
 		require.Equal(t, string(redcon.AppendInt(nil, v)), string(w.Bytes()), "%d", v)
+	}
+}
+
+// TestLookaheadKeepsNextsArguments: the arguments Next returned, even the
+// last of the commands Lookahead had parsed, stay intact when Lookahead
+// then parses the commands after them (the event loop does exactly this
+// when a connection resumes after its replies backed up).
+func TestLookaheadKeepsNextsArguments(t *testing.T) {
+	var in []byte
+	for i := 0; i < 6; i++ {
+		in = append(in, fmt.Sprintf("*2\r\n$3\r\nGET\r\n$2\r\nk%d\r\n", i)...)
+	}
+	rd := NewReader(bytes.NewReader(in), 8, 64)
+	args, err := rd.Next() // k0, and the read of everything
+	require.NoError(t, err)
+	require.Equal(t, "k0", string(args[1]))
+	n := 0
+	rd.Lookahead(func([][]byte) bool { n++; return n < 2 }) // parses k1, k2
+	for _, want := range []string{"k1", "k2"} {
+		args, err = rd.Next()
+		require.NoError(t, err)
+		require.Equal(t, want, string(args[1]))
+	}
+	// args (k2) came from Lookahead's queue, now empty: parse ahead again.
+	rd.Lookahead(func([][]byte) bool { return true })
+	require.Equal(t, "GET", string(args[0]))
+	require.Equal(t, "k2", string(args[1]), "Lookahead overwrote the arguments Next returned")
+	for _, want := range []string{"k3", "k4", "k5"} {
+		args, err = rd.Next()
+		require.NoError(t, err)
+		require.Equal(t, want, string(args[1]))
 	}
 }
