@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BenchmarkDecide is the pure CL.THROTTLE decision: no store, no lock.
@@ -112,4 +114,35 @@ func BenchmarkPipelinedThrottle(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkFillStalls fills 1,000,000 CL.THROTTLE keys into 8 shards and
+// reports the slowest insert and how many took over 200 µs: the stalls a
+// growing keyspace puts into a request's latency (table doublings, region
+// growth). ns/op is the whole fill.
+func BenchmarkFillStalls(b *testing.B) {
+	g, _ := NewGCRA(100, 100, 60)
+	const n, width = 1_000_000, 16
+	// The names in one pointer-free array: the collector has nothing to
+	// scan, so its assists do not pass for the engine's stalls.
+	names := make([]byte, 0, n*width)
+	for i := range n {
+		names = fmt.Appendf(names, "rl:gcra:%08d", i)
+	}
+	var worst time.Duration
+	over := 0
+	for b.Loop() {
+		st := New(8).Store()
+		for i := range n {
+			k := names[i*width : (i+1)*width]
+			t0 := time.Now()
+			st.Throttle(k, g, 1, 1e18)
+			if d := time.Since(t0); d > 200*time.Microsecond {
+				over++
+				worst = max(worst, d)
+			}
+		}
+	}
+	b.ReportMetric(float64(worst.Microseconds()), "worst-µs")
+	b.ReportMetric(float64(over)/float64(b.N), "over200µs/fill")
 }

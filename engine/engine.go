@@ -106,6 +106,12 @@ func newShard(seed maphash.Seed) *shard {
 // state and the record's end, dropping the key first if it has expired
 // (lazy expiry).
 func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry, end int, ok bool) {
+	if s.old != nil {
+		// A growing table moves on with every access, as Redis rehashes
+		// a step per lookup: keys leave the old table, where lookups
+		// cost a second probe and prefetching misses them, sooner.
+		s.migrateLocked(4)
+	}
 	off, state, ok := s.findLocked(h, key)
 	if !ok {
 		return 0, entry{}, 0, false

@@ -59,18 +59,25 @@ func (e *Engine) Prefetch(keys [][]byte) uint64 {
 	if len(e.shards[held[0]].slots) >= prefetchMinSlots {
 		for _, h := range hs[:n] {
 			s := e.shards[(h>>32)&e.mask]
+			tag := uint64(tagOf(h))
 			if len(s.slots) > 0 {
-				sink += s.slots[uint64(tagOf(h))&uint64(len(s.slots)-1)]
+				sink += s.slots[tag&uint64(len(s.slots)-1)]
+			}
+			if len(s.old) > 0 { // a growing table: the key may not have moved yet
+				sink += s.old[tag&uint64(len(s.old)-1)]
 			}
 		}
 		for _, h := range hs[:n] {
 			s := e.shards[(h>>32)&e.mask]
-			if len(s.slots) == 0 {
-				continue
-			}
 			tag := tagOf(h)
-			if slot := s.slots[uint64(tag)&uint64(len(s.slots)-1)]; slot != 0 && slotTag(slot) == tag {
-				sink += uint64(s.data[slotOff(slot)])
+			for _, t := range [2][]uint64{s.slots, s.old} {
+				if len(t) == 0 {
+					continue
+				}
+				if slot := t[uint64(tag)&uint64(len(t)-1)]; slot != 0 && slot != moved && slotTag(slot) == tag {
+					sink += uint64(s.data[slotOff(slot)])
+					break
+				}
 			}
 		}
 	}
