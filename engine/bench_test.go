@@ -24,23 +24,28 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
+// filledThrottle returns an engine of the given shards holding n
+// CL.THROTTLE keys, the keys, their GCRA and the time they were set at.
+func filledThrottle(shards, n int) (*Engine, [][]byte, GCRA, int64) {
+	e := New(shards)
+	g, _ := NewGCRA(100, 100, 60)
+	keys := make([][]byte, n)
+	now := int64(1_700_000_000_000_000_000)
+	for i := range keys {
+		keys[i] = []byte("rl:gcra:" + strconv.Itoa(i))
+		e.Store().Throttle(keys[i], g, 1, now)
+	}
+	return e, keys, g, now
+}
+
 // BenchmarkThrottle is a CL.THROTTLE decision on the sharded store, from
 // parallel goroutines over 1, 1e3 and 1e6 keys (one hot key must not
 // collapse throughput).
 func BenchmarkThrottle(b *testing.B) {
 	for _, n := range []int{1, 1_000, 1_000_000} {
 		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
-			e := New(16)
+			e, keys, g, now := filledThrottle(16, n)
 			st := e.Store()
-			g, _ := NewGCRA(100, 100, 60)
-			keys := make([][]byte, n)
-			for i := range keys {
-				keys[i] = []byte("rl:gcra:" + strconv.Itoa(i))
-			}
-			now := int64(1_700_000_000_000_000_000)
-			for _, k := range keys {
-				st.Throttle(k, g, 1, now)
-			}
 			var ctr atomic.Uint64
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -85,17 +90,8 @@ func BenchmarkPipelinedThrottle(b *testing.B) {
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		for _, pre := range []bool{false, true} {
 			b.Run("keys="+strconv.Itoa(n)+"/prefetch="+strconv.FormatBool(pre), func(b *testing.B) {
-				e := New(8)
+				e, keys, g, now := filledThrottle(8, n)
 				st := e.Store()
-				g, _ := NewGCRA(100, 100, 60)
-				keys := make([][]byte, n)
-				for i := range keys {
-					keys[i] = []byte("rl:gcra:" + strconv.Itoa(i))
-				}
-				now := int64(1_700_000_000_000_000_000)
-				for _, k := range keys {
-					st.Throttle(k, g, 1, now)
-				}
 				r := rand.New(rand.NewPCG(1, 2))
 				batch := make([][]byte, 16)
 				b.ReportAllocs()
