@@ -105,6 +105,7 @@ type Real struct {
 
 	last     int64 // the previous reading, Unix ns
 	lastMono int64 // mono at the previous reading
+	procMono bool  // mono is Mono (NowAt may take the caller's reading)
 	frac     int64 // unused slew budget carried over, in 1e-6 ns; in [0, 1e6)
 }
 
@@ -112,10 +113,9 @@ type Real struct {
 // defaults). It reads Wall and Mono once, now, and starts at
 // max(Wall(), o.HighWater).
 func NewRealWith(o RealOptions) *Real {
-	origin := time.Now()
 	mono := o.Mono
 	if mono == nil {
-		mono = func() int64 { return int64(time.Since(origin)) }
+		mono = Mono
 	}
 	var both func() (int64, int64)
 	every := int64(0)
@@ -124,7 +124,7 @@ func NewRealWith(o RealOptions) *Real {
 		// One time.Now() gives both readings, taken at the same instant.
 		both = func() (int64, int64) {
 			t := time.Now()
-			return t.UnixNano(), int64(t.Sub(origin))
+			return t.UnixNano(), int64(t.Sub(monoOrigin))
 		}
 		every = wallEvery
 	case o.Wall == nil:
@@ -134,8 +134,20 @@ func NewRealWith(o RealOptions) *Real {
 		wall := o.Wall
 		both = func() (int64, int64) { return wall(), mono() }
 	}
-	return newReal(mono, both, every, o.HighWater, o.SlewPPM)
+	c := newReal(mono, both, every, o.HighWater, o.SlewPPM)
+	c.procMono = o.Wall == nil && o.Mono == nil
+	return c
 }
+
+// monoOrigin is the origin of Mono.
+var monoOrigin = time.Now()
+
+// Mono returns monotonic ns since the process started. It is the source of
+// a Real clock built without Wall and Mono, so that a reading taken for
+// another purpose (the dispatcher times every command with it) can serve
+// as the clock's reading too (NowAt), and the clock is read once, not
+// twice, per command.
+func Mono() int64 { return int64(time.Since(monoOrigin)) }
 
 // NewReal returns a Real clock whose wall clock reads startNs (Unix ns) now
 // and then advances with the monotonic clock; it backs --clock-start, and
@@ -174,6 +186,21 @@ func (c *Real) Now() int64 {
 	return now
 }
 
+// NowAt is Now for a reading m of Mono that the caller has just taken: the
+// clock reads at m instead of reading the monotonic clock again. Readings
+// still never go back (an m older than one already used reads as that
+// one). A clock whose monotonic source is not Mono reads as Now.
+func (c *Real) NowAt(m int64) int64 {
+	if !c.procMono {
+		return c.Now()
+	}
+	c.mu.Lock()
+	w, m := c.sampleAt(m)
+	now := c.advance(w, m)
+	c.mu.Unlock()
+	return now
+}
+
 // Offset returns the clock's current difference from the wall clock,
 // clock - wall, in ns: positive while the clock is ahead (after starting at a
 // high-water mark ahead of the wall clock, or after the wall clock stepped
@@ -192,10 +219,22 @@ func (c *Real) Offset() int64 {
 // held, or c not yet shared.
 func (c *Real) sample(fresh bool) (wall, mono int64) {
 	if !fresh && c.wallEvery > 0 {
-		if m := c.mono(); m < c.wallNext {
-			return satAdd(m, c.wallMono), m
-		}
+		return c.sampleAt(c.mono())
 	}
+	return c.sampleBoth()
+}
+
+// sampleAt is sample for the monotonic reading m, with the wall clock
+// estimated from the cache (wallEvery > 0) unless it has expired.
+func (c *Real) sampleAt(m int64) (wall, mono int64) {
+	if m < c.wallNext {
+		return satAdd(m, c.wallMono), m
+	}
+	return c.sampleBoth()
+}
+
+// sampleBoth reads the wall and the monotonic clock, refreshing the cache.
+func (c *Real) sampleBoth() (wall, mono int64) {
 	w, m := c.both()
 	if c.wallEvery > 0 {
 		c.wallMono, c.wallNext = satSub(w, m), satAdd(m, c.wallEvery)
@@ -207,11 +246,17 @@ func (c *Real) sample(fresh bool) (wall, mono int64) {
 // by. c.mu must be held.
 func (c *Real) read(fresh bool) (now, wall int64) {
 	w, m := c.sample(fresh)
+	return c.advance(w, m), w
+}
+
+// advance moves the clock to the monotonic reading m, steered by the wall
+// clock w, and returns the reading. c.mu must be held.
+func (c *Real) advance(w, m int64) (now int64) {
 	dm := satSub(m, c.lastMono)
 	if dm <= 0 {
 		// No monotonic time elapsed (or the source went back, which Go's
 		// does not): the clock stands still.
-		return c.last, w
+		return c.last
 	}
 	c.lastMono = m
 	// bound = floor((dm*ppm + frac) / 1e6) without overflowing dm*ppm.
@@ -231,7 +276,7 @@ func (c *Real) read(fresh bool) (now, wall int64) {
 		now = c.last
 	}
 	c.last = now
-	return now, w
+	return now
 }
 
 // satAdd returns a+b, saturated to the int64 range.
@@ -274,6 +319,9 @@ func (c *Manual) Now() int64 {
 	defer c.mu.Unlock()
 	return c.ns
 }
+
+// NowAt is Now: the manual clock ignores the monotonic clock.
+func (c *Manual) NowAt(int64) int64 { return c.Now() }
 
 // Set moves the clock to ns. An earlier value than the current reading is
 // refused with ErrBackwards and changes nothing; the same value is accepted.

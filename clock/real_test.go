@@ -444,3 +444,32 @@ func TestRealWallCache(t *testing.T) {
 		require.Equal(t, step.reads, reads)
 	}
 }
+
+// TestRealNowAt: the default clock read at a Mono reading the caller took
+// is the clock at that instant: between readings taken just before and
+// just after, never behind a reading already given (an older m reads as
+// that one), and as Now for clocks whose source is not Mono.
+func TestRealNowAt(t *testing.T) {
+	c := NewRealWith(RealOptions{})
+	prev := int64(0)
+	for i := 0; i < 1000; i++ {
+		before := c.Now()
+		m := Mono()
+		at := c.NowAt(m)
+		after := c.Now()
+		require.GreaterOrEqual(t, at, before)
+		require.LessOrEqual(t, at, after)
+		require.GreaterOrEqual(t, at, prev)
+		prev = at
+	}
+	stale := Mono() - int64(time.Second) // older than every reading so far
+	require.Equal(t, c.Now(), c.NowAt(stale), "a stale reading must not take the clock back")
+
+	// A clock on another monotonic source ignores m.
+	var mono atomic.Int64
+	mono.Store(5e9)
+	other := NewRealWith(RealOptions{Mono: mono.Load, Wall: func() int64 { return t0 + mono.Load() }})
+	require.Equal(t, other.Now(), other.NowAt(123))
+	m := NewManual(t0)
+	require.Equal(t, int64(t0), m.NowAt(Mono()))
+}

@@ -224,8 +224,9 @@ type Client struct {
 // procStart anchors the monotonic readings that time commands.
 var procStart = time.Now()
 
-// monoNow is monotonic ns since the process started.
-func monoNow() int64 { return int64(time.Since(procStart)) }
+// monoNow is monotonic ns since the process started (clock.Mono: a Real
+// clock can read at it, see Exec).
+func monoNow() int64 { return clock.Mono() }
 
 // Mark records that a new batch of commands has just been read, so the
 // first command's time excludes the wait for input. The connection calls
@@ -334,7 +335,10 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 	}
 	var now int64
 	if !cmd.Clockless {
-		now = s.Clock.Now()
+		// The clock reads at c.mark, the monotonic reading that ended
+		// the previous command (or began the batch): the dispatcher's
+		// timing and the clock share one reading per command.
+		now = s.nowAt(c.mark)
 	}
 	s.run(c, cmd, args, w, now, s.Engine.Store())
 }
@@ -358,6 +362,18 @@ func (s *Server) AppendKey(keys [][]byte, c *Client, args [][]byte) [][]byte {
 // Prefetch brings the keys' state into the CPU cache ahead of the commands
 // that will use them (engine.Prefetch): a connection's pipelined batch.
 func (s *Server) Prefetch(keys [][]byte) { s.Engine.Prefetch(keys) }
+
+// atClock is a clock that can read at a monotonic reading its caller took
+// with clock.Mono (clock.Real and clock.Manual are).
+type atClock interface{ NowAt(mono int64) int64 }
+
+// nowAt reads the server clock at the monotonic reading m (clock.Mono).
+func (s *Server) nowAt(m int64) int64 {
+	if c, ok := s.Clock.(atClock); ok {
+		return c.NowAt(m)
+	}
+	return s.Clock.Now()
+}
 
 // equalFoldASCII compares a command name from the wire with a lower-case
 // table name, ignoring ASCII case.

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/rlserver/rlserver/engine"
 )
@@ -11,6 +12,9 @@ import (
 // argument count, integers left to right, zero rate; then the decision.
 func cmdThrottle(x *Ctx) {
 	for _, a := range x.Args[1:] {
+		if utf8.Valid(a) { // the common case, 8 ASCII bytes at a time
+			continue
+		}
 		if msg, bad := utf8Error(a); bad {
 			x.Error(Error("Cell error: " + msg))
 			return
