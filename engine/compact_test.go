@@ -16,6 +16,8 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 7))
+	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
+	migrateAtOnce = 0 // every doubling moves in steps: records dirty in either table
 	const now = int64(1e9)
 	e := New(1)
 	e.TrackChanges()
@@ -25,6 +27,7 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 	counts := map[string]int64{} // the keys held and their counts
 	written, deleted := map[string]bool{}, map[string]bool{}
 	deletions := 0 // PendingChanges counts each deletion, and each key written once
+	movingChanges := 0
 	steps := 0
 	for op := 0; op < 20000; op++ {
 		k := fmt.Sprint("key", r.IntN(500))
@@ -50,7 +53,10 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 			steps++
 		}
 		s.mu.Unlock()
-		if r.IntN(300) == 0 {
+		if r.IntN(300) == 0 || s.old != nil && r.IntN(3) == 0 {
+			if s.old != nil {
+				movingChanges++
+			}
 			require.Equal(t, len(written)+deletions, e.PendingChanges(), "op %d", op)
 			gotW, gotD := map[string]int64{}, map[string]bool{}
 			e.Changes(func(rec Record) {
@@ -71,7 +77,7 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 			written, deleted, deletions = map[string]bool{}, map[string]bool{}, 0
 		}
 	}
-	t.Logf("%d compaction steps, %d compactions", steps, s.compactions)
+	t.Logf("%d compaction steps, %d compactions, %d Changes calls during a table move", steps, s.compactions, movingChanges)
 	require.Greater(t, s.compactions, uint64(10))
 }
 

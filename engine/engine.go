@@ -231,14 +231,16 @@ func (s *shard) removeLocked(off int, tag uint32) {
 // has not kept up with (or an engine without one), is compacted here at
 // once. It reports whether it compacted (record offsets changed).
 func (s *shard) reserveLocked(n int) bool {
+	if len(s.data)+n >= offMask-1 {
+		// A slot holds a 36-bit offset + 1: past 64 GiB of records in
+		// one shard offsets would wrap into the hash tags (and one
+		// record could read as the tombstone moved). Stop loudly rather
+		// than corrupt the table (more --shards spread the keys). Checked
+		// before the room test: the region's capacity may pass the limit.
+		panic("engine: one shard holds 64 GiB of records; start with more --shards")
+	}
 	if len(s.data)+n <= cap(s.data) {
 		return false
-	}
-	if len(s.data)+n >= offMask {
-		// A slot holds a 36-bit offset: past 64 GiB of records in one
-		// shard offsets would wrap into the hash tags. Stop loudly
-		// rather than corrupt the table (more --shards spread the keys).
-		panic("engine: one shard holds 64 GiB of records; start with more --shards")
 	}
 	compacted := false
 	if s.garbage*2 >= len(s.data) && s.garbage > 0 {

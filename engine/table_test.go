@@ -102,5 +102,7 @@ func checkRegion(t *testing.T, s *shard, model map[string]bool) {
 		}
 	}
 	require.Equal(t, s.count, entries)
+	require.NotContains(t, s.slots, moved, "a tombstone in the new table")
+	require.Equal(t, s.old == nil, s.mem.oldSlots == nil)
 	require.True(t, sweepOK, "sweep position %d is not a record boundary", s.sweepAt)
 }
