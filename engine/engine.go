@@ -651,29 +651,28 @@ func (st Store) ScanSlots(i int, pos int64, count int, now int64, fn func(KeyInf
 	s := st.e.shards[i]
 	st.lock(s)
 	defer st.unlock(s)
-	if s.old != nil {
-		// A walk is over one table: finish moving the old one (a SCAN
-		// during a resize pays for the rest of it).
-		s.migrateLocked(len(s.old))
-	}
 	if len(s.slots) == 0 {
 		return -1
 	}
+	// While the table doubles (s.old, half the size, not yet emptied), a
+	// key of bucket b under the old mask is in that bucket of the old table
+	// or in bucket b or b+len(old) of the new one: visit all three and
+	// step the position under the old mask, as Redis scans both tables
+	// of a rehash. A position stepped under the smaller mask stays valid
+	// under the larger one (the reverse-binary order).
 	mask := uint64(len(s.slots) - 1)
+	if s.old != nil {
+		mask = uint64(len(s.old) - 1)
+	}
 	v := uint64(pos) & (1<<ScanPosBits - 1)
 	for n := 0; ; {
 		b := v & mask
-		// With linear probing a key of bucket b sits in the run of
-		// occupied slots starting at b.
-		for p := b; s.slots[p] != 0; p = (p + 1) & mask {
-			slot := s.slots[p]
-			if uint64(slotTag(slot))&mask != b {
-				continue
-			}
-			if r := parseRecord(s.data, slotOff(slot)); r.e.alive(now) {
-				fn(KeyInfo{Key: string(r.key), Kind: r.e.kind})
-				n++
-			}
+		if s.old != nil {
+			n += s.scanBucket(s.old, b, now, fn)
+			n += s.scanBucket(s.slots, b, now, fn)
+			n += s.scanBucket(s.slots, b+mask+1, now, fn)
+		} else {
+			n += s.scanBucket(s.slots, b, now, fn)
 		}
 		v = bits.Reverse64(bits.Reverse64(v|^mask) + 1)
 		if v == 0 {
@@ -683,6 +682,25 @@ func (st Store) ScanSlots(i int, pos int64, count int, now int64, fn func(KeyInf
 			return int64(v)
 		}
 	}
+}
+
+// scanBucket calls fn for the live keys of bucket b of table t (those
+// whose ideal slot is b: with linear probing they sit in the run of
+// occupied slots starting at b) and returns how many.
+func (s *shard) scanBucket(t []uint64, b uint64, now int64, fn func(KeyInfo)) int {
+	mask := uint64(len(t) - 1)
+	n := 0
+	for p := b; t[p] != 0; p = (p + 1) & mask {
+		slot := t[p]
+		if slot == moved || uint64(slotTag(slot))&mask != b {
+			continue
+		}
+		if r := parseRecord(s.data, slotOff(slot)); r.e.alive(now) {
+			fn(KeyInfo{Key: string(r.key), Kind: r.e.kind})
+			n++
+		}
+	}
+	return n
 }
 
 // Limit runs the RL.* algorithm kind (KindFixed, KindLog, KindSlide,

@@ -131,6 +131,16 @@ func TestRecordsAreCompact(t *testing.T) {
 // all seen, and the walk ends, although other keys' records move, the
 // shard is compacted and its table grows and shrinks between steps.
 func TestScanSurvivesCompaction(t *testing.T) {
+	for _, at := range []int{0, 1024} { // tables that double in steps, or at once
+		t.Run(fmt.Sprint("migrateAtOnce=", at), func(t *testing.T) {
+			defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
+			migrateAtOnce = at
+			testScanSurvivesCompaction(t)
+		})
+	}
+}
+
+func testScanSurvivesCompaction(t *testing.T) {
 	const now = int64(1_000_000_000)
 	e := New(1)
 	st := e.Store()
@@ -276,4 +286,38 @@ func TestRestoreWhileTracking(t *testing.T) {
 	e.Changes(func(r Record) { got = append(got, r.Key) })
 	require.Equal(t, []string{"ours"}, got)
 	require.Zero(t, e.PendingChanges())
+}
+
+// TestScanDuringTableMove: a SCAN walk that starts while the table is
+// doubling in steps (the old table half emptied) and goes on while inserts
+// move the rest sees every key held throughout, in both tables.
+func TestScanDuringTableMove(t *testing.T) {
+	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
+	migrateAtOnce = 0
+	const now = int64(1e9)
+	e := New(1)
+	st := e.Store()
+	s := e.shards[0]
+	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
+	held := 0
+	// Fill until just past the doubling of a table of 2,048 slots.
+	for s.old == nil || len(s.old) < 2048 || s.migrated < len(s.old)/4 {
+		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("k", held)), p, now)
+		require.NoError(t, err)
+		held++
+	}
+	seen := map[string]bool{}
+	moving := 0
+	for pos, extra := int64(0), 0; pos >= 0; extra++ {
+		if s.old != nil {
+			moving++
+		}
+		pos = st.ScanSlots(0, pos, 20, now, func(k KeyInfo) { seen[k.Key] = true })
+		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("new", extra)), p, now) // moves two more slots
+		require.NoError(t, err)
+	}
+	require.Greater(t, moving, 10, "the walk should have run while the table moved")
+	for i := 0; i < held; i++ {
+		require.True(t, seen[fmt.Sprint("k", i)], "k%d not seen", i)
+	}
 }
