@@ -104,8 +104,15 @@ func newShard(seed maphash.Seed) *shard {
 
 // lookupLocked returns the record offset of a live key (hash h), its
 // state and the record's end, dropping the key first if it has expired
-// (lazy expiry).
+// (lazy expiry). For an RL.LOG record, runs is its encoded log.
 func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry, end int, ok bool) {
+	off, e, end, _, ok = s.lookupRunsLocked(h, key, now)
+	return off, e, end, ok
+}
+
+// lookupRunsLocked is lookupLocked that also returns an RL.LOG record's
+// encoded runs (nil for other kinds), decoded on the way.
+func (s *shard) lookupRunsLocked(h uint64, key []byte, now int64) (off int, e entry, end int, runs []byte, ok bool) {
 	if s.old != nil {
 		// A growing table moves on with every access, as Redis rehashes
 		// a step per lookup: keys leave the old table, where lookups
@@ -114,17 +121,22 @@ func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry,
 	}
 	off, state, ok := s.findLocked(h, key)
 	if !ok {
-		return 0, entry{}, 0, false
+		return 0, entry{}, 0, nil, false
 	}
-	e, _, end = decodeState(s.data, state, Kind(s.data[off]&hdrKind))
+	var runsAt int
+	e, runsAt, end = decodeState(s.data, state, Kind(s.data[off]&hdrKind))
 	if !e.alive(now) {
 		// Dropping it decides it expired at now: no later decision may
 		// be taken at an earlier time, which would have found it held.
 		s.decisionTimeLocked(now)
 		s.removeLocked(off, tagOf(h))
-		return 0, entry{}, 0, false
+		return 0, entry{}, 0, nil, false
 	}
-	return off, e, end, true
+	if e.kind == KindLog {
+		n, j := uvarint(s.data, runsAt)
+		runs = s.data[j : j+int(n) : j+int(n)]
+	}
+	return off, e, end, runs, true
 }
 
 // decisionTimeLocked returns the time a decision taken now must use: now,
@@ -712,7 +724,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, e, end, ok := s.lookupLocked(h, key, now)
+	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
 	var cur state
 	if ok {
 		if e.kind != kind {
@@ -726,7 +738,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	case KindLog:
 		var ls logState
 		if ok {
-			ls = logState{runs: parseRecord(s.data, off).runs, dl: uint64(e.deadline), total: e.a, oldest: uint64(e.b)}
+			ls = logState{runs: runs, dl: uint64(e.deadline), total: e.a, oldest: uint64(e.b)}
 		}
 		// Only an admission stores the log: a rejected call or a peek
 		// leaves it exactly as it was (even the entries it found expired
