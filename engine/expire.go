@@ -23,9 +23,10 @@ type SweepStats struct {
 // Sweep drops expired keys, Redis style: per shard it examines chunks of
 // records from where it last stopped, and goes on past sweepMin records
 // only while more than a quarter of a chunk had expired, so an idle
-// keyspace costs little and a mass expiry is reclaimed quickly. Then it
-// compacts, in steps, a shard an eighth garbage, and rebuilds one whose
-// table is mostly empty. It yields the processor between steps: on one P
+// keyspace costs little and a mass expiry is reclaimed quickly. It
+// rebuilds a shard whose table is mostly empty, finishes moving a table
+// that is doubling, and compacts a shard an eighth garbage, each in
+// steps. It yields the processor between steps: on one P
 // (GOMAXPROCS=1) requests run between them instead of waiting for the
 // Go scheduler to preempt the sweep 10 ms later. Sweep must not run
 // concurrently with itself.
