@@ -142,3 +142,48 @@ func BenchmarkFillStalls(b *testing.B) {
 	b.ReportMetric(float64(worst.Microseconds()), "worst-µs")
 	b.ReportMetric(float64(over)/float64(b.N), "over200µs/fill")
 }
+
+// BenchmarkMassExpiryStalls fills 1,000,000 keys into 8 shards, lets 95%
+// of them expire at once, and sweeps them away while another goroutine
+// keeps deciding on the surviving keys: it reports the slowest of those
+// decisions, which waits for whatever the sweep holds a shard lock for
+// (removals, compaction, the rebuild of a table left mostly empty).
+func BenchmarkMassExpiryStalls(b *testing.B) {
+	const n, width = 1_000_000, 16
+	names := make([]byte, 0, n*width)
+	for i := range n {
+		names = fmt.Appendf(names, "rl:gcra:%08d", i)
+	}
+	var worst time.Duration
+	for b.Loop() {
+		e := New(8)
+		st := e.Store()
+		short := Params{Limit: 100, Window: 1e9, Cost: 1}
+		long := Params{Limit: 100, Window: 1e15, Cost: 1}
+		for i := range n {
+			p := short
+			if i%20 == 0 {
+				p = long
+			}
+			st.Limit(KindFixed, names[i*width:(i+1)*width], p, 1e9)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for e.Sweep(1e12).Expired > 0 || e.Sweep(1e12).Expired > 0 {
+			}
+		}()
+		for i := 0; ; i = (i + 20) % n {
+			select {
+			case <-done:
+			default:
+				t0 := time.Now()
+				st.Limit(KindFixed, names[i*width:(i+1)*width], long, 1e12)
+				worst = max(worst, time.Since(t0))
+				continue
+			}
+			break
+		}
+	}
+	b.ReportMetric(float64(worst.Microseconds()), "worst-µs")
+}

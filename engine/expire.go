@@ -24,9 +24,9 @@ type SweepStats struct {
 // records from where it last stopped, and goes on past sweepMin records
 // only while more than a quarter of a chunk had expired, so an idle
 // keyspace costs little and a mass expiry is reclaimed quickly. It
-// rebuilds a shard whose table is mostly empty, finishes moving a table
-// that is doubling, and compacts a shard an eighth garbage, each in
-// steps. It yields the processor between steps: on one P
+// finishes moving a table that is doubling and compacts a shard an eighth
+// garbage, in steps, then rebuilds a table left mostly empty. It yields
+// the processor between steps: on one P
 // (GOMAXPROCS=1) requests run between them instead of waiting for the
 // Go scheduler to preempt the sweep 10 ms later. Sweep must not run
 // concurrently with itself.
@@ -56,9 +56,6 @@ func (e *Engine) Sweep(now int64) SweepStats {
 			st.Expired += expired
 			scanned += examined
 			more := off < size && scanned < s.count+examined && (scanned < sweepMin || expired*4 > examined)
-			if !more && s.sparseLocked() {
-				s.compactLocked(0) // a smaller table and region
-			}
 			s.mu.Unlock()
 			runtime.Gosched()
 			if !more {
@@ -89,6 +86,15 @@ func (e *Engine) Sweep(now int64) SweepStats {
 				break
 			}
 		}
+		// A table left mostly empty (keys went) is rebuilt smaller, with
+		// a region to fit. After the compaction above the region holds
+		// little more than the live records, so the rebuild, one piece
+		// under the lock, costs what is left, not what was.
+		s.mu.Lock()
+		if s.sparseLocked() && !s.compacting {
+			s.compactLocked(0)
+		}
+		s.mu.Unlock()
 	}
 	return st
 }
