@@ -272,53 +272,36 @@ func (s *shard) growLocked(c int) {
 	s.data, s.mem.data = r[:len(s.data)], r
 }
 
-// compactLocked copies the live records to a fresh region with room for
-// extra more bytes, dropping garbage, and rebuilds the table at a load
-// between 1/4 and 1/2, so memory comes back after keys go.
-func (s *shard) compactLocked(extra int) {
-	live := len(s.data) - s.garbage
-	oldData, oldRegion := s.data, s.mem.data
-	oldSlotsRegion := s.mem.slots
-	var data []byte
-	if c := live + extra; c > 0 {
-		r := allocRegion(max(c+c/2, 4096))
-		data, s.mem.data = r[:0], r
-	} else {
-		s.mem.data = nil
-	}
+// shrinkLocked gives back what a shard whose keys mostly went no longer
+// needs: a table sized for the keys left, rebuilt from the old table's
+// slots (no record is read), and a data region cut down to its records
+// (mremap shrinks a mapped one in place; compaction has already returned
+// the emptied pages). The region must hold no garbage (compacted).
+func (s *shard) shrinkLocked() {
 	if s.old != nil {
-		s.dropOldLocked() // the table is rebuilt from the records
+		s.migrateLocked(len(s.old))
 	}
-	n := s.count
-	if n == 0 {
+	oldSlots, oldRegion := s.slots, s.mem.slots
+	if s.count == 0 {
 		s.setSlots(0)
 	} else {
-		s.setSlots(slotsFor(n))
-	}
-	mask := uint64(len(s.slots) - 1)
-	// Walk the records in order (sequential reads, which a walk of the
-	// slots would make random) and place the live ones in the new table
-	// by their key's hash: every live record is in the table, and only
-	// live records are.
-	for off := 0; off < len(oldData); {
-		rec := parseRecord(oldData, off)
-		if rec.hdr&hdrDead == 0 {
-			newOff := len(data)
-			data = append(data, oldData[off:rec.end]...)
-			tag := tagOf(s.hash(rec.key))
-			p := uint64(tag) & mask
-			for s.slots[p] != 0 {
-				p = (p + 1) & mask
+		s.setSlots(slotsFor(s.count))
+		for _, slot := range oldSlots {
+			if slot != 0 {
+				insertIn(s.slots, slot)
 			}
-			s.slots[p] = makeSlot(tag, newOff)
 		}
-		off = rec.end
 	}
-	s.data, s.garbage = data, 0
-	s.compacting, s.sweepAt = false, 0
-	s.compactions++
 	freeRegion(oldRegion)
-	freeRegion(oldSlotsRegion)
+	switch c := max(len(s.data)+len(s.data)/2, 4096); {
+	case len(s.data) == 0:
+		freeRegion(s.mem.data)
+		s.data, s.mem.data = nil, nil
+	case c < cap(s.data):
+		r := growRegion(s.mem.data, len(s.data), c)
+		s.data, s.mem.data = r[:len(s.data)], r
+	}
+	s.compactions++
 }
 
 // sparseLocked: the table is mostly empty (keys went), so a rebuild

@@ -86,13 +86,16 @@ func (e *Engine) Sweep(now int64) SweepStats {
 				break
 			}
 		}
-		// A table left mostly empty (keys went) is rebuilt smaller, with
-		// a region to fit. After the compaction above the region holds
-		// little more than the live records, so the rebuild, one piece
-		// under the lock, costs what is left, not what was.
+		// A table left mostly empty (keys went) is rebuilt smaller and the
+		// region cut to fit, once the compaction above has run: then the
+		// rest is one pass over the old table, under the lock, with no
+		// record copied.
 		s.mu.Lock()
 		if s.sparseLocked() && !s.compacting {
-			s.compactLocked(0)
+			if s.garbage > 0 {
+				s.compactInPlaceLocked() // records that died since: little
+			}
+			s.shrinkLocked()
 		}
 		s.mu.Unlock()
 	}

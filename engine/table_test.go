@@ -49,7 +49,8 @@ func TestTableAgainstMap(t *testing.T) {
 			switch {
 			case op%500 == 499: // force a compaction now and then, of either kind
 				if op%1000 == 499 {
-					s.compactLocked(0)
+					s.compactInPlaceLocked()
+					s.shrinkLocked()
 				} else {
 					s.compactInPlaceLocked()
 				}
