@@ -34,8 +34,7 @@ func (e *Engine) Sweep(now int64) SweepStats {
 	var st SweepStats
 	for _, s := range e.shards {
 		scanned := 0
-		for {
-			s.mu.Lock()
+		s.inSteps(func() bool {
 			size := len(s.data)
 			off := s.sweepAt
 			if off >= size {
@@ -55,37 +54,18 @@ func (e *Engine) Sweep(now int64) SweepStats {
 			st.Examined += examined
 			st.Expired += expired
 			scanned += examined
-			more := off < size && scanned < s.count+examined && (scanned < sweepMin || expired*4 > examined)
-			s.mu.Unlock()
-			runtime.Gosched()
-			if !more {
-				break
+			return off < size && scanned < s.count+examined && (scanned < sweepMin || expired*4 > examined)
+		})
+		// A table growing in steps: move the rest of it over.
+		s.inSteps(func() bool {
+			if s.old != nil {
+				s.migrateLocked(migrateStep)
 			}
-		}
-		for {
-			// A table growing in steps: move the rest of it over.
-			s.mu.Lock()
-			if s.old == nil {
-				s.mu.Unlock()
-				break
-			}
-			s.migrateLocked(migrateStep)
-			s.mu.Unlock()
-			runtime.Gosched()
-		}
-		for {
-			s.mu.Lock()
-			if !s.compacting && !s.wastefulLocked() {
-				s.mu.Unlock()
-				break
-			}
-			done := s.compactStepLocked(compactStep)
-			s.mu.Unlock()
-			runtime.Gosched()
-			if done {
-				break
-			}
-		}
+			return s.old != nil
+		})
+		s.inSteps(func() bool {
+			return (s.compacting || s.wastefulLocked()) && !s.compactStepLocked(compactStep)
+		})
 		// A table left mostly empty (keys went) is rebuilt smaller and the
 		// region cut to fit, once the compaction above has run: then the
 		// rest is one pass over the old table, under the lock, with no
@@ -98,6 +78,21 @@ func (e *Engine) Sweep(now int64) SweepStats {
 			s.shrinkLocked()
 		}
 		s.mu.Unlock()
+		runtime.Gosched()
 	}
 	return st
+}
+
+// inSteps runs step under the shard lock, again while it reports more to
+// do, yielding the processor between steps with the lock released.
+func (s *shard) inSteps(step func() (more bool)) {
+	for {
+		s.mu.Lock()
+		more := step()
+		s.mu.Unlock()
+		if !more {
+			return
+		}
+		runtime.Gosched()
+	}
 }

@@ -96,11 +96,16 @@ func (s *shard) slotLocked(tag uint32, off int) *uint64 {
 	if p, ok := slotIndexIn(s.slots, tag, off); ok {
 		return &s.slots[p]
 	}
-	p, ok := slotIndexIn(s.old, tag, off)
+	return &s.old[mustIndexIn(s.old, tag, off)]
+}
+
+// mustIndexIn is slotIndexIn for a record that must be in t.
+func mustIndexIn(t []uint64, tag uint32, off int) uint64 {
+	p, ok := slotIndexIn(t, tag, off)
 	if !ok {
 		panic("engine: a record is missing from its table")
 	}
-	return &s.old[p]
+	return p
 }
 
 // insertIn puts slot into table t, which has room.
@@ -166,7 +171,7 @@ func (s *shard) unplaceLocked(tag uint32, off int) {
 	s.count--
 	p, ok := slotIndexIn(s.slots, tag, off)
 	if !ok {
-		*s.slotLocked(tag, off) = moved
+		s.old[mustIndexIn(s.old, tag, off)] = moved
 		return
 	}
 	mask := uint64(len(s.slots) - 1)
