@@ -344,15 +344,13 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 }
 
 // AppendKey appends the first key of the command args to keys, if the
-// command has one, for Prefetch. It only reads the command table.
+// command has one, for Prefetch. Call it from the client's connection
+// goroutine, as Exec.
 func (s *Server) AppendKey(keys [][]byte, c *Client, args [][]byte) [][]byte {
 	if len(args) < 2 {
 		return keys
 	}
-	cmd := c.lastLookup
-	if cmd == nil || !equalFoldASCII(args[0], cmd.Name) {
-		cmd = s.table.lookup(args[0])
-	}
+	cmd := s.commandNamed(c, args[0])
 	if cmd == nil || cmd.FirstKey <= 0 || cmd.FirstKey >= len(args) {
 		return keys
 	}
@@ -413,18 +411,26 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte, w Writer, now int64
 	x.Args = nil
 }
 
-// resolve finds the command (or subcommand) for args and applies the
-// dispatcher's checks: existence, arity, authentication, key size. It
-// returns the command and, if refused, the error text.
-func (s *Server) resolve(c *Client, args [][]byte) (*Command, string) {
+// commandNamed finds the top-level command name in the table. Clients
+// mostly repeat one command: the client's last one is tried first, which
+// saves the lower-casing and the map lookup. It runs on the client's
+// connection goroutine only (the cache is not shared).
+func (s *Server) commandNamed(c *Client, name []byte) *Command {
 	cmd := c.lastLookup
-	if cmd == nil || !equalFoldASCII(args[0], cmd.Name) {
-		// Clients mostly repeat one command: the cache saves the lower-casing and the map lookup.
-		cmd = s.table.lookup(args[0])
+	if cmd == nil || !equalFoldASCII(name, cmd.Name) {
+		cmd = s.table.lookup(name)
 		if cmd != nil {
 			c.lastLookup = cmd
 		}
 	}
+	return cmd
+}
+
+// resolve finds the command (or subcommand) for args and applies the
+// dispatcher's checks: existence, arity, authentication, key size. It
+// returns the command and, if refused, the error text.
+func (s *Server) resolve(c *Client, args [][]byte) (*Command, string) {
+	cmd := s.commandNamed(c, args[0])
 	if cmd == nil {
 		return nil, unknownCommand(args)
 	}
