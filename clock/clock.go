@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -87,9 +88,14 @@ const wallEvery = int64(time.Millisecond)
 // monotonic time and otherwise extrapolates it with the monotonic clock, for
 // speed; a custom Wall is read on every reading.
 //
-// Readings are serialized by a mutex; Real is safe for concurrent use and
-// does not allocate. The zero value is not usable; use NewRealWith or
-// NewReal.
+// Real is safe for concurrent use and does not allocate. Readings that
+// change its state are serialized by a mutex. While the clock follows the
+// wall clock, which is nearly always, a reading changes no state: between
+// two reads of the wall clock, the reading at monotonic m is m + (wall -
+// mono at the last wall read). That line is published for lock-free
+// readers (the fast path), so event loops on many cores reading the clock
+// for every command do not queue on one mutex. The zero value is not
+// usable; use NewRealWith or NewReal.
 type Real struct {
 	mu   sync.Mutex
 	mono func() int64              // monotonic ns
@@ -107,6 +113,19 @@ type Real struct {
 	lastMono int64 // mono at the previous reading
 	procMono bool  // mono is Mono (NowAt may take the caller's reading)
 	frac     int64 // unused slew budget carried over, in 1e-6 ns; in [0, 1e6)
+	// following: the last reading met the wall clock (now == w), so
+	// last == lastMono + wallMono and, until wallNext, the reading at m is
+	// m + wallMono.
+	following bool
+
+	// The fast path, a seqlock over (from, until, off): seq is odd while a
+	// writer (holding mu) changes them. A reading at m in [from, until)
+	// is m + off. from is maxInt64 while the path is closed: the clock is
+	// slewing, reads a custom Wall every time, or a writer is at work.
+	// Invariant: while open, following holds, from == lastMono, until ==
+	// wallNext and off == wallMono.
+	seq              atomic.Uint64
+	from, until, off atomic.Int64
 }
 
 // NewRealWith returns a Real clock configured by o (zero fields take
@@ -172,33 +191,97 @@ func newReal(mono func() int64, both func() (int64, int64), every, highWater, pp
 		ppm = maxSlewPPM
 	}
 	c := &Real{mono: mono, both: both, ppm: ppm, wallEvery: every}
+	c.from.Store(maxInt64)
 	w, m := c.sample(true)
 	c.last, c.lastMono = max(w, highWater), m
+	c.following = c.last == w
+	c.lock()
+	c.unlock()
 	return c
 }
 
 // Now returns the clock's reading in Unix ns. Successive calls, from any
 // goroutines, never return a smaller value.
 func (c *Real) Now() int64 {
-	c.mu.Lock()
+	if c.wallEvery > 0 {
+		if now, ok := c.fast(c.mono()); ok {
+			return now
+		}
+	}
+	c.lock()
 	now, _ := c.read(false)
-	c.mu.Unlock()
+	c.unlock()
 	return now
 }
 
 // NowAt is Now for a reading m of Mono that the caller has just taken: the
-// clock reads at m instead of reading the monotonic clock again. Readings
-// still never go back (an m older than one already used reads as that
-// one). A clock whose monotonic source is not Mono reads as Now.
+// clock reads at m instead of reading the monotonic clock again. It never
+// returns less than a reading that had returned before m was taken, and
+// readings at non-decreasing m never go back; a reading at an m older than
+// the last change of the clock's rate reads as that moment. Across
+// goroutines, readings at m taken in one order may return in another
+// (event loops take m as a command starts; the engine holds each shard's
+// time to the latest it has seen). A clock whose monotonic source is not
+// Mono reads as Now.
 func (c *Real) NowAt(m int64) int64 {
 	if !c.procMono {
 		return c.Now()
 	}
-	c.mu.Lock()
+	if now, ok := c.fast(m); ok {
+		return now
+	}
+	c.lock()
 	w, m := c.sampleAt(m)
 	now := c.advance(w, m)
-	c.mu.Unlock()
+	c.unlock()
 	return now
+}
+
+// fast is the lock-free reading at m, if the fast path is open and m lies
+// in its span.
+func (c *Real) fast(m int64) (int64, bool) {
+	s := c.seq.Load()
+	if s&1 != 0 {
+		return 0, false
+	}
+	from, until, off := c.from.Load(), c.until.Load(), c.off.Load()
+	if c.seq.Load() != s || m < from || m >= until {
+		return 0, false
+	}
+	return satAdd(m, off), true
+}
+
+// lock takes the mutex and closes the fast path. Every reading the fast
+// path gave was at an m read before the path closed, so no later than a
+// monotonic reading taken now, and below until: the clock first takes a
+// reading at the latest such m, on the line the fast path read from (a
+// step that follows the wall clock, as those readings did). Whatever the
+// holder then does starts from there, and cannot go below a value the
+// fast path has already given.
+func (c *Real) lock() {
+	c.mu.Lock()
+	if c.from.Load() == maxInt64 {
+		return // closed: every reading since it closed went through mu
+	}
+	c.seq.Add(1)
+	c.from.Store(maxInt64)
+	c.seq.Add(1)
+	if v := min(c.mono(), c.until.Load()-1); v > c.lastMono {
+		c.advance(satAdd(v, c.wallMono), v)
+	}
+}
+
+// unlock opens the fast path if the clock follows the wall clock through a
+// cached wall reading, and releases the mutex.
+func (c *Real) unlock() {
+	if c.following && c.wallEvery > 0 && c.lastMono < c.wallNext {
+		c.seq.Add(1)
+		c.off.Store(c.wallMono)
+		c.until.Store(c.wallNext)
+		c.from.Store(c.lastMono)
+		c.seq.Add(1)
+	}
+	c.mu.Unlock()
 }
 
 // Offset returns the clock's current difference from the wall clock,
@@ -208,9 +291,9 @@ func (c *Real) NowAt(m int64) int64 {
 // reading, so it also advances the clock like Now. INFO server shows it as
 // clock_offset_ms.
 func (c *Real) Offset() int64 {
-	c.mu.Lock()
+	c.lock()
 	now, w := c.read(true)
-	c.mu.Unlock()
+	c.unlock()
 	return satSub(now, w)
 }
 
@@ -266,14 +349,14 @@ func (c *Real) advance(w, m int64) (now int64) {
 	diff := satSub(w, free)
 	switch {
 	case diff > bound:
-		now, c.frac = free+bound, r%1e6
+		now, c.frac, c.following = free+bound, r%1e6, false
 	case diff < -bound:
-		now, c.frac = free-bound, r%1e6
+		now, c.frac, c.following = free-bound, r%1e6, false
 	default: // met the wall clock: follow it, drop the unused budget
-		now, c.frac = w, 0
+		now, c.frac, c.following = w, 0, true
 	}
 	if now < c.last { // only after saturation: ppm <= 1e6 means bound <= dm
-		now = c.last
+		now, c.following = c.last, false
 	}
 	c.last = now
 	return now

@@ -1,7 +1,9 @@
 package clock
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -463,7 +465,10 @@ func TestRealNowAt(t *testing.T) {
 		prev = at
 	}
 	stale := Mono() - int64(time.Second) // older than every reading so far
-	require.Equal(t, c.Now(), c.NowAt(stale), "a stale reading must not take the clock back")
+	before := c.Now()
+	at := c.NowAt(stale)
+	require.GreaterOrEqual(t, at, before, "a stale reading must not take the clock back")
+	require.LessOrEqual(t, at, c.Now())
 
 	// A clock on another monotonic source ignores m.
 	var mono atomic.Int64
@@ -472,4 +477,112 @@ func TestRealNowAt(t *testing.T) {
 	require.Equal(t, other.Now(), other.NowAt(123))
 	m := NewManual(t0)
 	require.Equal(t, int64(t0), m.NowAt(Mono()))
+}
+
+// TestRealCausal: with readers on many goroutines, a reading never returns
+// less than one that had returned before it began (NowAt: before its m was
+// taken), whether it takes the fast path or the mutex, while the wall
+// clock keeps stepping either way and the clock keeps switching between
+// following it (fast path open) and slewing toward it (closed). The wall
+// cache expires every 2 µs, so the path closes and reopens constantly,
+// and the clock may slew at 100%, so a locked reading that ignored what
+// the fast path gave would stand below it.
+// Run with -race.
+func TestRealCausal(t *testing.T) {
+	var step atomic.Int64
+	c := newReal(Mono, func() (int64, int64) {
+		now := time.Now()
+		return now.UnixNano() + step.Load(), int64(now.Sub(monoOrigin))
+	}, 2000, 0, maxSlewPPM) // at 100% a slewing clock may stand still: any overlap shows
+	c.procMono = true
+	var done atomic.Int64 // the largest reading returned so far
+	record := func(v int64) {
+		for {
+			d := done.Load()
+			if v <= d || done.CompareAndSwap(d, v) {
+				return
+			}
+		}
+	}
+	stop := make(chan struct{})
+	var stepper sync.WaitGroup
+	stepper.Go(func() {
+		for i := int64(0); ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Mostly small steps, absorbed in microseconds, so the clock
+			// meets the wall clock and the fast path reopens often.
+			step.Store((i%5 - 2) * 3000)
+			if i%64 == 0 {
+				_ = c.Offset()
+			}
+			runtime.Gosched()
+		}
+	})
+	var wg sync.WaitGroup
+	var fastHits atomic.Int64
+	bad := make(chan string, 8)
+	for g := 0; g < 8; g++ {
+		wg.Go(func() {
+			for i := 0; i < 30000; i++ {
+				var v, floor int64
+				if i%2 == 0 {
+					floor = done.Load()
+					v = c.Now()
+				} else {
+					floor = done.Load()
+					m := Mono()
+					if _, ok := c.fast(m); ok {
+						fastHits.Add(1)
+					}
+					v = c.NowAt(m)
+				}
+				if v < floor {
+					bad <- fmt.Sprintf("reading %d below %d, returned before it began", v, floor)
+					return
+				}
+				record(v)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	stepper.Wait()
+	close(bad)
+	for msg := range bad {
+		t.Fatal(msg)
+	}
+	require.Positive(t, fastHits.Load(), "the fast path was never open")
+}
+
+// TestRealFastPathMatchesTheLock: readings through the fast path are the
+// readings the locked path gives at the same m, and the path closes while
+// the clock slews and reopens once it follows the wall clock again.
+func TestRealFastPathMatchesTheLock(t *testing.T) {
+	f := &fakeTime{wall: t0}
+	c := newReal(func() int64 { return f.mono }, func() (int64, int64) { return f.wall, f.mono }, 1000, 0, 0)
+	open := func() bool { return c.from.Load() != maxInt64 }
+	require.True(t, open(), "following from the start")
+	f.advance(300)
+	v, ok := c.fast(f.mono)
+	require.True(t, ok)
+	require.Equal(t, t0+300, v)
+	require.Equal(t, v, c.Now())
+
+	f.advance(800) // past the cache: the wall is read, 100 ns behind
+	f.wall -= 100
+	// Closing the path took a reading at 999, the last m the fast path
+	// could have read at, so the slew runs from there: 1% of 101 ns.
+	require.Equal(t, t0+1100-1, c.Now())
+	require.False(t, open(), "closed while slewing")
+	f.advance(10_000) // budget 100 ns: meets the wall clock
+	require.Equal(t, t0+11_100-100, c.Now())
+	require.True(t, open(), "open again once following")
+	f.advance(500)
+	v, ok = c.fast(f.mono)
+	require.True(t, ok)
+	require.Equal(t, t0+11_600-100, v)
 }

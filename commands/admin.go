@@ -322,18 +322,8 @@ func cmdConfigResetStat(x *Ctx) {
 	st := &x.S.stats
 	st.connections.Store(0)
 	st.rejectedConns.Store(0)
-	st.commands.Store(0)
-	st.netIn.Store(0)
-	st.netOut.Store(0)
-	st.errorReplies.Store(0)
+	x.S.dispatch.reset()
 	x.OK()
-}
-
-func (s *cmdStats) reset() {
-	s.calls.Store(0)
-	s.ns.Store(0)
-	s.rejected.Store(0)
-	s.failed.Store(0)
 }
 
 var infoDefault = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace"}
@@ -457,14 +447,15 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st 
 		line("load_time_ms", s.Loaded.Duration.Milliseconds())
 	case "stats":
 		st := &s.stats
+		cmds, in, out, errs := s.dispatch.totals()
 		b.WriteString("# Stats\r\n")
 		line("total_connections_received", st.connections.Load())
-		line("total_commands_processed", st.commands.Load())
-		line("total_net_input_bytes", st.netIn.Load())
-		line("total_net_output_bytes", st.netOut.Load())
+		line("total_commands_processed", cmds)
+		line("total_net_input_bytes", in)
+		line("total_net_output_bytes", out)
 		line("rejected_connections", st.rejectedConns.Load())
 		line("expired_keys", st.expiredKeys.Load())
-		line("total_error_replies", st.errorReplies.Load())
+		line("total_error_replies", errs)
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		line("role", "master")
@@ -487,8 +478,8 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st 
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 		for _, c := range all {
-			calls, usec := c.stats.calls.Load(), c.stats.ns.Load()/1000
-			rej, fail := c.stats.rejected.Load(), c.stats.failed.Load()
+			calls, ns, rej, fail := c.stats.totals()
+			usec := ns / 1000
 			if calls+rej == 0 {
 				continue
 			}

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rlserver/rlserver/clock"
@@ -77,5 +79,38 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, func() { s.Exec(c, args, discard{}) }); n != 0 {
 			t.Errorf("%v: %v allocations per command, want 0", cmd, n)
 		}
+	}
+}
+
+// BenchmarkDispatchParallel runs commands through Server.Exec from
+// GOMAXPROCS goroutines at once, each its own client, as event loops on
+// separate cores do: what the goroutines share (statistics counters, the
+// clock) shows as time per command growing with -cpu.
+func BenchmarkDispatchParallel(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"PING", []string{"PING"}},
+		{"CL.THROTTLE", []string{"CL.THROTTLE", "user:", "15", "30", "60", "1"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := NewServer(Config{Shards: 16, MaxClients: 1000}, engine.New(16), clock.NewRealWith(clock.RealOptions{}), nil, nil)
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				c, _ := s.NewClient("bench", "bench", nil)
+				args := make([][]byte, len(tc.args))
+				for i, a := range tc.args {
+					args[i] = []byte(a)
+				}
+				if len(args) > 1 { // a key of its own: no shard lock shared
+					args[1] = fmt.Appendf(args[1], "%d", next.Add(1))
+				}
+				for pb.Next() {
+					s.Exec(c, args, discard{})
+				}
+			})
+		})
 	}
 }

@@ -76,7 +76,8 @@ type Server struct {
 	clients   map[int64]*Client
 	nextID    atomic.Int64
 
-	stats serverStats
+	stats    serverStats
+	dispatch dispatchStats
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -115,9 +116,10 @@ type LoadInfo struct {
 	Duration      time.Duration
 }
 
+// serverStats are the counts that change per connection or per sweep;
+// those that change per command are in dispatchStats.
 type serverStats struct {
-	connections, rejectedConns, commands, netIn, netOut, errorReplies atomic.Int64
-	expiredKeys                                                       atomic.Int64
+	connections, rejectedConns, expiredKeys atomic.Int64
 }
 
 // NewServer returns a server over e and clk with configuration cfg.
@@ -175,10 +177,12 @@ func (s *Server) RequestShutdown(save bool) {
 // snapshot (SHUTDOWN NOSAVE does not).
 func (s *Server) ShutdownSave() bool { return s.shutdownSave.Load() }
 
-// CountTraffic adds bytes read and written by connections to INFO stats.
-func (s *Server) CountTraffic(in, out int) {
-	s.stats.netIn.Add(int64(in))
-	s.stats.netOut.Add(int64(out))
+// CountTraffic adds bytes read from and written to c's connection to INFO
+// stats.
+func (s *Server) CountTraffic(c *Client, in, out int) {
+	d := &s.dispatch[c.stripe]
+	d.netIn.Add(int64(in))
+	d.netOut.Add(int64(out))
 }
 
 // Client is one connection's state. The resp package creates it with
@@ -219,7 +223,16 @@ type Client struct {
 	// mark is the monotonic ns at which the current command began: the
 	// end of the previous one, or the moment its batch was read (Mark).
 	mark int64
+	// stripe is the statistics cell the client's commands count in.
+	stripe uint32
 }
+
+// SetStripe tells the client which statistics cell to count its commands
+// in: the connection's event loop passes its own index, so that loops on
+// different cores never update one cache line (see stripes). Call it
+// before the client's first command. Without it, a client counts in the
+// cell its ID picks.
+func (c *Client) SetStripe(loop int) { c.stripe = uint32(loop) % stripes }
 
 // procStart anchors the monotonic readings that time commands.
 var procStart = time.Now()
@@ -245,6 +258,7 @@ func (s *Server) NewClient(addr, laddr string, close func()) (*Client, error) {
 		return nil, ErrMaxClients
 	}
 	c := &Client{ID: s.nextID.Add(1), Addr: addr, LAddr: laddr, proto: 2, created: time.Now(), Close: close}
+	c.stripe = uint32(c.ID) % stripes
 	c.mark = monoNow()
 	c.lastActive.Store(c.mark)
 	c.authed = *s.requirePass.Load() == ""
@@ -305,12 +319,13 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 	if len(args) == 0 {
 		return
 	}
-	s.stats.commands.Add(1)
+	d := &s.dispatch[c.stripe]
+	d.commands.Add(1)
 	cmd, rejected := s.resolve(c, args)
 	if rejected != "" {
-		s.stats.errorReplies.Add(1)
+		d.errorReplies.Add(1)
 		if cmd != nil {
-			cmd.stats.rejected.Add(1)
+			cmd.stats[c.stripe].rejected.Add(1)
 		}
 		if c.multi {
 			c.multiErr = true
@@ -320,7 +335,7 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 	}
 	if c.multi && cmd.hasFlag(FlagNoMulti) {
 		c.multiErr = true
-		s.stats.errorReplies.Add(1)
+		d.errorReplies.Add(1)
 		w.Error("ERR Command not allowed inside a transaction")
 		return
 	}
@@ -399,12 +414,13 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte, w Writer, now int64
 	*x = Ctx{S: s, C: c, W: w, Args: args, Now: now, Store: st, cmd: cmd}
 	cmd.Run(x)
 	end := monoNow()
-	cmd.stats.calls.Add(1)
-	cmd.stats.ns.Add(end - c.mark)
+	cs := &cmd.stats[c.stripe]
+	cs.calls.Add(1)
+	cs.ns.Add(end - c.mark)
 	c.mark = end
 	if x.fail {
-		cmd.stats.failed.Add(1)
-		s.stats.errorReplies.Add(1)
+		cs.failed.Add(1)
+		s.dispatch[c.stripe].errorReplies.Add(1)
 	}
 	c.lastCmd.Store(&cmd.Name)
 	c.lastActive.Store(end)

@@ -3,7 +3,6 @@ package commands
 import (
 	"sort"
 	"strings"
-	"sync/atomic"
 )
 
 // Flag is a property of a command that the dispatcher enforces or that
@@ -58,10 +57,6 @@ type Command struct {
 	Sub map[string]*Command
 
 	stats cmdStats
-}
-
-type cmdStats struct {
-	calls, ns, rejected, failed atomic.Int64
 }
 
 // Table is a command table indexed by lower-case name.

@@ -32,6 +32,7 @@ var errWouldBlock = errors.New("resp: no input ready")
 // loop is one event loop and the connections it serves.
 type loop struct {
 	s      *Server
+	index  int // among the server's loops: its clients' statistics cell
 	epfd   int
 	wake   [2]int // a pipe: writing to wake[1] interrupts epoll_wait
 	mu     sync.Mutex
@@ -91,7 +92,7 @@ func (p *pollSource) Read(b []byte) (int, error) {
 func (s *Server) startLoops() bool {
 	n := max(runtime.GOMAXPROCS(0), 1)
 	for range n {
-		l, err := newLoop(s)
+		l, err := newLoop(s, len(s.loops))
 		if err != nil {
 			s.cmds.Log.Warn("event loop unavailable, serving connections with goroutines", "err", err)
 			for _, l := range s.loops {
@@ -108,12 +109,12 @@ func (s *Server) startLoops() bool {
 	return true
 }
 
-func newLoop(s *Server) (*loop, error) {
+func newLoop(s *Server, index int) (*loop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{s: s, epfd: epfd, conns: make(map[int]*lconn), events: make([]syscall.EpollEvent, 256), swept: time.Now()}
+	l := &loop{s: s, index: index, epfd: epfd, conns: make(map[int]*lconn), events: make([]syscall.EpollEvent, 256), swept: time.Now()}
 	if err := syscall.Pipe2(l.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		syscall.Close(epfd)
 		return nil, err
@@ -192,6 +193,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 	}
 	l := s.loops[s.next%len(s.loops)]
 	s.next++
+	c.SetStripe(l.index) // before the loop can see the connection
 	s.lconns[lc] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -422,18 +424,18 @@ func (l *loop) write(lc *lconn) {
 			sent += n
 			continue
 		case syscall.EAGAIN:
-			l.s.cmds.CountTraffic(lc.rd.TakeCount(), sent)
+			l.s.cmds.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
 			if !lc.busy {
 				lc.busy = true
 				l.interest(lc, syscall.EPOLLOUT)
 			}
 			return
 		}
-		l.s.cmds.CountTraffic(lc.rd.TakeCount(), sent)
+		l.s.cmds.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
 		l.close(lc)
 		return
 	}
-	l.s.cmds.CountTraffic(lc.rd.TakeCount(), sent)
+	l.s.cmds.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
 	lc.w.Reset()
 	lc.out = 0
 	if lc.closing {

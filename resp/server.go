@@ -153,7 +153,7 @@ func Serve(srv *commands.Server, c *commands.Client, rw io.ReadWriter, beforeRea
 			return true
 		}
 		n, err := rw.Write(w.Bytes())
-		srv.CountTraffic(rd.TakeCount(), n)
+		srv.CountTraffic(c, rd.TakeCount(), n)
 		w.Reset()
 		return err == nil
 	}

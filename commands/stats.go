@@ -1,0 +1,82 @@
+package commands
+
+import "sync/atomic"
+
+// stripes is how many cells the per-command counters spread their updates
+// over (a power of two). Every command adds to several counters; were they
+// single atomics, the event loops on different cores would pass their
+// cache lines back and forth on every command, and two cores ran PING
+// slower than one (BenchmarkDispatchParallel). A client counts in the
+// cell of the event loop that serves it (Client.SetStripe), so loops write
+// lines of their own; INFO adds the cells up. With more loops than cells,
+// loop i shares cell i mod stripes.
+const stripes = 16
+
+// A cell is 128 bytes, two cache lines, so that neighbouring cells' counters
+// never share a line (or the pair of lines that adjacent-line prefetchers
+// fetch together) wherever the array starts.
+const cellBytes = 128
+
+// dispatchCell holds the server-wide counts that every command updates.
+type dispatchCell struct {
+	commands, netIn, netOut, errorReplies atomic.Int64
+	_                                     [cellBytes - 4*8]byte
+}
+
+// dispatchStats are the server-wide per-command counts (INFO stats), in
+// stripes.
+type dispatchStats [stripes]dispatchCell
+
+// totals adds the cells up.
+func (d *dispatchStats) totals() (commands, netIn, netOut, errorReplies int64) {
+	for i := range d {
+		c := &d[i]
+		commands += c.commands.Load()
+		netIn += c.netIn.Load()
+		netOut += c.netOut.Load()
+		errorReplies += c.errorReplies.Load()
+	}
+	return
+}
+
+func (d *dispatchStats) reset() {
+	for i := range d {
+		c := &d[i]
+		c.commands.Store(0)
+		c.netIn.Store(0)
+		c.netOut.Store(0)
+		c.errorReplies.Store(0)
+	}
+}
+
+// cmdCell holds one command's counts (INFO commandstats) from the clients
+// of one stripe.
+type cmdCell struct {
+	calls, ns, rejected, failed atomic.Int64
+	_                           [cellBytes - 4*8]byte
+}
+
+// cmdStats are one command's counts, in stripes.
+type cmdStats [stripes]cmdCell
+
+// totals adds the cells up.
+func (s *cmdStats) totals() (calls, ns, rejected, failed int64) {
+	for i := range s {
+		c := &s[i]
+		calls += c.calls.Load()
+		ns += c.ns.Load()
+		rejected += c.rejected.Load()
+		failed += c.failed.Load()
+	}
+	return
+}
+
+func (s *cmdStats) reset() {
+	for i := range s {
+		c := &s[i]
+		c.calls.Store(0)
+		c.ns.Store(0)
+		c.rejected.Store(0)
+		c.failed.Store(0)
+	}
+}
