@@ -3,8 +3,10 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -418,6 +420,14 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st 
 		line("mem_allocator", "go")
 		line("go_heap_objects", m.HeapObjects)
 		line("go_gc_cycles", m.NumGC)
+		// GOMEMLIMIT bounds the process: the Go runtime's own limit is
+		// what is left of it beside the keyspace (RunMemoryLimit).
+		line("memory_limit", s.memLimit.Load())
+		goLimit := debug.SetMemoryLimit(-1)
+		if goLimit == math.MaxInt64 {
+			goLimit = 0
+		}
+		line("go_memory_limit", goLimit)
 	case "persistence":
 		b.WriteString("# Persistence\r\n")
 		pi := PersistenceInfo{LastOK: true, LastSaveUnix: s.started.Unix(), LastDuration: -time.Second}

@@ -78,6 +78,7 @@ type Server struct {
 
 	stats    serverStats
 	dispatch dispatchStats
+	memLimit atomic.Int64 // the process's memory limit RunMemoryLimit keeps, 0 if none
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -34,6 +35,12 @@ type Options struct {
 	// FS, if set, is the file system of the store (tests: in-memory or
 	// error-injecting).
 	FS vfs.FS
+	// MemoryLimit is the memory limit for the whole process, in bytes
+	// (commands.RunMemoryLimit); 0 takes GOMEMLIMIT's, as the Go runtime
+	// had it when the server started. MemoryLimitInterval is how often
+	// the Go runtime's share of it is reset (default 1s).
+	MemoryLimit         int64
+	MemoryLimitInterval time.Duration
 }
 
 // Server is a running rlserver.
@@ -158,6 +165,15 @@ func Start(opts Options) (*Server, error) {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); snap.Run(ctx, cfg.SaveInterval) }()
 	}
+	memLimit, memEvery := opts.MemoryLimit, opts.MemoryLimitInterval
+	if memLimit <= 0 {
+		memLimit = debug.SetMemoryLimit(-1)
+	}
+	if memEvery <= 0 {
+		memEvery = time.Second
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); cmds.RunMemoryLimit(ctx, memLimit, memEvery) }()
 	go func() { s.done <- s.resp.Serve(ln) }()
 	return s, nil
 }

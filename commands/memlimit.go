@@ -1,0 +1,49 @@
+package commands
+
+import (
+	"context"
+	"math"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+)
+
+// minGoLimitShare: the Go runtime's limit never goes below limit/8, even
+// when the keyspace alone fills the limit. A tighter limit would only make
+// the collector run back to back (the heap is small, and the keyspace's
+// regions are not its to free), at every request's expense.
+const minGoLimitShare = 8
+
+// RunMemoryLimit makes a memory limit (GOMEMLIMIT) bound the whole
+// process. Go's limit covers only the memory the Go runtime manages, but a
+// large keyspace lives in regions mapped outside the Go heap
+// (engine/mem.go): with GOMEMLIMIT=1GiB and 700 MiB of keys, the runtime
+// would let its own memory reach 1 GiB and the process 1.7, past a
+// container limit set to match. Every interval it sets the runtime's limit
+// to limit less the resident memory the runtime does not manage (the
+// process's RSS less the runtime's own resident memory), and never below
+// limit/minGoLimitShare. limit <= 0 or math.MaxInt64 (no limit) does
+// nothing. When ctx ends it restores the runtime's limit as it found it.
+func (s *Server) RunMemoryLimit(ctx context.Context, limit int64, interval time.Duration) {
+	if limit <= 0 || limit == math.MaxInt64 {
+		return
+	}
+	prev := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(prev)
+	s.memLimit.Store(limit)
+	defer s.memLimit.Store(0)
+	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	adjust := func() {
+		metrics.Read(samples)
+		var goResident int64
+		if samples[0].Value.Kind() == metrics.KindUint64 && samples[1].Value.Kind() == metrics.KindUint64 {
+			goResident = int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
+		}
+		outside := max(rssBytes()-goResident, 0)
+		debug.SetMemoryLimit(max(limit-outside, limit/minGoLimitShare))
+	}
+	adjust()
+	clock.Every(ctx, interval, adjust)
+}
