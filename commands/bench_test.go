@@ -100,12 +100,14 @@ func BenchmarkDispatchParallel(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				c, _ := s.NewClient("bench", "bench", nil)
+				i := int(next.Add(1)) - 1
+				c.SetStripe(i) // as event loop i would
 				args := make([][]byte, len(tc.args))
 				for i, a := range tc.args {
 					args[i] = []byte(a)
 				}
 				if len(args) > 1 { // a key of its own: no shard lock shared
-					args[1] = fmt.Appendf(args[1], "%d", next.Add(1))
+					args[1] = fmt.Appendf(args[1], "%d", i)
 				}
 				for pb.Next() {
 					s.Exec(c, args, discard{})

@@ -181,7 +181,7 @@ func (s *Server) ShutdownSave() bool { return s.shutdownSave.Load() }
 // CountTraffic adds bytes read from and written to c's connection to INFO
 // stats.
 func (s *Server) CountTraffic(c *Client, in, out int) {
-	d := &s.dispatch[c.stripe]
+	d := s.dispatch.cell(c.stripe)
 	d.netIn.Add(int64(in))
 	d.netOut.Add(int64(out))
 }
@@ -320,13 +320,13 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 	if len(args) == 0 {
 		return
 	}
-	d := &s.dispatch[c.stripe]
+	d := s.dispatch.cell(c.stripe)
 	d.commands.Add(1)
 	cmd, rejected := s.resolve(c, args)
 	if rejected != "" {
 		d.errorReplies.Add(1)
 		if cmd != nil {
-			cmd.stats[c.stripe].rejected.Add(1)
+			cmd.stats.cell(c.stripe).rejected.Add(1)
 		}
 		if c.multi {
 			c.multiErr = true
@@ -415,13 +415,13 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte, w Writer, now int64
 	*x = Ctx{S: s, C: c, W: w, Args: args, Now: now, Store: st, cmd: cmd}
 	cmd.Run(x)
 	end := monoNow()
-	cs := &cmd.stats[c.stripe]
+	cs := cmd.stats.cell(c.stripe)
 	cs.calls.Add(1)
 	cs.ns.Add(end - c.mark)
 	c.mark = end
 	if x.fail {
 		cs.failed.Add(1)
-		s.dispatch[c.stripe].errorReplies.Add(1)
+		s.dispatch.cell(c.stripe).errorReplies.Add(1)
 	}
 	c.lastCmd.Store(&cmd.Name)
 	c.lastActive.Store(end)
