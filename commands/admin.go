@@ -324,6 +324,7 @@ func cmdConfigResetStat(x *Ctx) {
 	st := &x.S.stats
 	st.connections.Store(0)
 	st.rejectedConns.Store(0)
+	st.expireHold.Store(0)
 	x.S.dispatch.reset()
 	x.OK()
 }
@@ -465,6 +466,8 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st 
 		line("total_net_output_bytes", out)
 		line("rejected_connections", st.rejectedConns.Load())
 		line("expired_keys", st.expiredKeys.Load())
+		// What a request could have waited behind the expiry sweep.
+		line("expire_longest_hold_us", st.expireHold.Load()/1000)
 		line("total_error_replies", errs)
 	case "replication":
 		b.WriteString("# Replication\r\n")

@@ -152,5 +152,8 @@ func (s *Server) RunExpiry(ctx context.Context, interval time.Duration) {
 	clock.Every(ctx, interval, func() {
 		st := s.Engine.Sweep(s.Clock.Now())
 		s.stats.expiredKeys.Add(int64(st.Expired))
+		if h := int64(st.LongestHold); h > s.stats.expireHold.Load() {
+			s.stats.expireHold.Store(h) // the sweep is this goroutine's alone
+		}
 	})
 }

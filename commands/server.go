@@ -121,6 +121,9 @@ type LoadInfo struct {
 // those that change per command are in dispatchStats.
 type serverStats struct {
 	connections, rejectedConns, expiredKeys atomic.Int64
+	// expireHold is the longest the expiry sweep has held a shard's lock
+	// at a time, in ns (engine.SweepStats.LongestHold).
+	expireHold atomic.Int64
 }
 
 // NewServer returns a server over e and clk with configuration cfg.

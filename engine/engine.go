@@ -273,26 +273,28 @@ func (s *shard) growLocked(c int) {
 }
 
 // shrinkLocked gives back what a shard whose keys mostly went no longer
-// needs: a table sized for the keys left, rebuilt from the old table's
-// slots (no record is read), and a data region cut down to its records
+// needs: it starts moving the table into one sized for the keys left, as a
+// doubling does in the other direction (the entries move a few per access
+// and in chunks from the sweep, which yields between chunks; no record is
+// read, no key hashed), and cuts the data region down to its records
 // (mremap shrinks a mapped one in place; compaction has already returned
-// the emptied pages). The region must hold no garbage (compacted).
+// the emptied pages). A move under way is finished first, at once (the
+// sweep shrinks only once none is). The region must hold no garbage
+// (compacted).
 func (s *shard) shrinkLocked() {
 	if s.old != nil {
 		s.migrateLocked(len(s.old))
 	}
-	oldSlots, oldRegion := s.slots, s.mem.slots
 	if s.count == 0 {
+		freeRegion(s.mem.slots)
 		s.setSlots(0)
 	} else {
+		s.old, s.mem.oldSlots, s.migrated = s.slots, s.mem.slots, 0
 		s.setSlots(slotsFor(s.count))
-		for _, slot := range oldSlots {
-			if slot != 0 {
-				insertIn(s.slots, slot)
-			}
+		if len(s.old) <= migrateAtOnce {
+			s.migrateLocked(len(s.old))
 		}
 	}
-	freeRegion(oldRegion)
 	switch c := max(len(s.data)+len(s.data)/2, 4096); {
 	case len(s.data) == 0:
 		freeRegion(s.mem.data)
@@ -649,25 +651,24 @@ func (st Store) ScanSlots(i int, pos int64, count int, now int64, fn func(KeyInf
 	if len(s.slots) == 0 {
 		return -1
 	}
-	// While the table doubles (s.old, half the size, not yet emptied), a
-	// key of bucket b under the old mask is in that bucket of the old table
-	// or in bucket b or b+len(old) of the new one: visit all three and
-	// step the position under the old mask, as Redis scans both tables
-	// of a rehash. A position stepped under the smaller mask stays valid
-	// under the larger one (the reverse-binary order).
-	mask := uint64(len(s.slots) - 1)
-	if s.old != nil {
-		mask = uint64(len(s.old) - 1)
+	// While entries move between two tables (s.old: half the size while
+	// the table doubles, larger while it shrinks), a key of bucket b under
+	// the smaller table's mask is in that bucket of the smaller table or
+	// in one of the larger table's buckets b, b+len(smaller), ...: visit
+	// them all and step the position under the smaller mask, as Redis
+	// scans both tables of a rehash. A position stepped under the smaller
+	// mask stays valid under the larger one (the reverse-binary order).
+	small, large := s.slots, s.old
+	if s.old != nil && len(s.old) < len(s.slots) {
+		small, large = s.old, s.slots
 	}
+	mask := uint64(len(small) - 1)
 	v := uint64(pos) & (1<<ScanPosBits - 1)
 	for n := 0; ; {
 		b := v & mask
-		if s.old != nil {
-			n += s.scanBucket(s.old, b, now, fn)
-			n += s.scanBucket(s.slots, b, now, fn)
-			n += s.scanBucket(s.slots, b+mask+1, now, fn)
-		} else {
-			n += s.scanBucket(s.slots, b, now, fn)
+		n += s.scanBucket(small, b, now, fn)
+		for x := b; x < uint64(len(large)); x += mask + 1 {
+			n += s.scanBucket(large, x, now, fn)
 		}
 		v = bits.Reverse64(bits.Reverse64(v|^mask) + 1)
 		if v == 0 {

@@ -1,6 +1,9 @@
 package engine
 
-import "runtime"
+import (
+	"runtime"
+	"time"
+)
 
 // sweepChunk is how many records one sweep step examines under a shard
 // lock, and sweepMin how many a pass examines in each shard at least
@@ -18,6 +21,9 @@ const migrateStep = 4096
 // SweepStats counts what one sweep pass did.
 type SweepStats struct {
 	Examined, Expired int
+	// LongestHold is the longest the pass held one shard's lock at a
+	// time: what a request on that shard could have waited behind it.
+	LongestHold time.Duration
 }
 
 // Sweep drops expired keys, Redis style: per shard it examines chunks of
@@ -25,16 +31,16 @@ type SweepStats struct {
 // only while more than a quarter of a chunk had expired, so an idle
 // keyspace costs little and a mass expiry is reclaimed quickly. It
 // finishes moving a table that is doubling and compacts a shard an eighth
-// garbage, in steps, then rebuilds a table left mostly empty. It yields
-// the processor between steps: on one P
-// (GOMAXPROCS=1) requests run between them instead of waiting for the
-// Go scheduler to preempt the sweep 10 ms later. Sweep must not run
+// garbage, in steps, then moves a table left mostly empty into a smaller
+// one, in steps too. It yields the processor between steps: on one P
+// (GOMAXPROCS=1) requests run between them instead of waiting for the Go
+// scheduler to preempt the sweep 10 ms later. Sweep must not run
 // concurrently with itself.
 func (e *Engine) Sweep(now int64) SweepStats {
 	var st SweepStats
 	for _, s := range e.shards {
 		scanned := 0
-		s.inSteps(func() bool {
+		hold := s.inSteps(func() bool {
 			size := len(s.data)
 			off := s.sweepAt
 			if off >= size {
@@ -56,42 +62,48 @@ func (e *Engine) Sweep(now int64) SweepStats {
 			scanned += examined
 			return off < size && scanned < s.count+examined && (scanned < sweepMin || expired*4 > examined)
 		})
-		// A table growing in steps: move the rest of it over.
-		s.inSteps(func() bool {
+		// A table moving in steps (doubling, or shrinking): move the rest.
+		move := func() bool {
 			if s.old != nil {
 				s.migrateLocked(migrateStep)
 			}
 			return s.old != nil
-		})
-		s.inSteps(func() bool {
-			return (s.compacting || s.wastefulLocked()) && !s.compactStepLocked(compactStep)
-		})
-		// A table left mostly empty (keys went) is rebuilt smaller and the
-		// region cut to fit, once the compaction above has run: then the
-		// rest is one pass over the old table, under the lock, with no
-		// record copied.
-		s.mu.Lock()
-		if s.sparseLocked() && !s.compacting {
-			if s.garbage > 0 {
-				s.compactInPlaceLocked() // records that died since: little
-			}
-			s.shrinkLocked()
 		}
-		s.mu.Unlock()
+		hold = max(hold, s.inSteps(move))
+		hold = max(hold, s.inSteps(func() bool {
+			return (s.compacting || s.wastefulLocked()) && !s.compactStepLocked(compactStep)
+		}))
+		// A table left mostly empty (keys went) moves into a smaller one,
+		// and the region is cut to fit, once the compaction above has run.
+		hold = max(hold, s.inSteps(func() bool {
+			if s.sparseLocked() && !s.compacting && s.old == nil {
+				if s.garbage > 0 {
+					s.compactInPlaceLocked() // records that died since: little
+				}
+				s.shrinkLocked()
+			}
+			return false
+		}))
+		runtime.Gosched()
+		hold = max(hold, s.inSteps(move))
+		st.LongestHold = max(st.LongestHold, hold)
 		runtime.Gosched()
 	}
 	return st
 }
 
 // inSteps runs step under the shard lock, again while it reports more to
-// do, yielding the processor between steps with the lock released.
-func (s *shard) inSteps(step func() (more bool)) {
+// do, yielding the processor between steps with the lock released. It
+// returns the longest step, lock wait excluded.
+func (s *shard) inSteps(step func() (more bool)) (longest time.Duration) {
 	for {
 		s.mu.Lock()
+		t0 := time.Now()
 		more := step()
+		longest = max(longest, time.Since(t0))
 		s.mu.Unlock()
 		if !more {
-			return
+			return longest
 		}
 		runtime.Gosched()
 	}

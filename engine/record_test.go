@@ -321,3 +321,54 @@ func TestScanDuringTableMove(t *testing.T) {
 		require.True(t, seen[fmt.Sprint("k", i)], "k%d not seen", i)
 	}
 }
+
+// TestScanDuringTableShrink: while a table left mostly empty moves into a
+// smaller one (the old table is the larger of the two), a SCAN walk still
+// returns every key held from its start to its end, though lookups and
+// inserts move entries under it.
+func TestScanDuringTableShrink(t *testing.T) {
+	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
+	migrateAtOnce = 0
+	const now = int64(1e9)
+	e := New(1)
+	st := e.Store()
+	s := e.shards[0]
+	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
+	for i := 0; i < 4000; i++ {
+		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("k", i)), p, now)
+		require.NoError(t, err)
+	}
+	var held []string
+	for i := 0; i < 4000; i++ {
+		k := fmt.Sprint("k", i)
+		if i%16 == 0 {
+			held = append(held, k)
+		} else {
+			require.True(t, st.Delete([]byte(k), now))
+		}
+	}
+	s.mu.Lock()
+	require.True(t, s.sparseLocked())
+	s.compactInPlaceLocked()
+	s.shrinkLocked()
+	require.NotNil(t, s.old)
+	require.Greater(t, len(s.old), len(s.slots), "the old table is the larger one")
+	s.mu.Unlock()
+	seen := map[string]bool{}
+	moving := 0
+	for pos, i := int64(0), 0; pos >= 0; i++ {
+		if s.old != nil {
+			moving++
+		}
+		pos = st.ScanSlots(0, pos, 5, now, func(k KeyInfo) { seen[k.Key] = true })
+		// A lookup moves four slots, an insert two.
+		_, err := st.Limit(KindFixed, []byte(held[i%len(held)]), p, now)
+		require.NoError(t, err)
+		_, err = st.Limit(KindFixed, []byte(fmt.Sprint("new", i)), p, now)
+		require.NoError(t, err)
+	}
+	require.Greater(t, moving, 10, "the walk should have run while the table moved")
+	for _, k := range held {
+		require.True(t, seen[k], "%s not seen", k)
+	}
+}

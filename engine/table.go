@@ -29,7 +29,8 @@ func makeSlot(tag uint32, off int) uint64 {
 // into a new one, and the entries of the old one move over a few at a
 // time (two per insert, and in chunks by the sweeper) instead of all at
 // once under the shard lock (at 125,000 keys a shard took 2.5-4 ms in one
-// piece). While entries move (s.old != nil), a key is in exactly one of
+// piece). A table left mostly empty shrinks the same way, into a smaller
+// new one (shrinkLocked). While entries move (s.old != nil), a key is in exactly one of
 // the two tables: lookups try the new one, then the old one; inserts go to
 // the new one; a removal from the old one leaves a tombstone, as does a
 // move, so the old table's probe runs stay whole until it is freed.
@@ -121,8 +122,10 @@ func insertIn(t []uint64, slot uint64) {
 // placeLocked puts the record at off (hash tag tag) into the table.
 func (s *shard) placeLocked(tag uint32, off int) {
 	if s.old != nil {
-		// Two old slots per insert: the old table (half the new one's
-		// size) is emptied long before the new one fills to 3/4.
+		// Two old slots per insert: an old table half the new one's size
+		// is emptied long before the new one fills to 3/4; a larger one
+		// (a shrink) is emptied by the sweep, which moves it all in its
+		// pass, or at once below if inserts fill the new table first.
 		s.migrateLocked(2)
 	}
 	if (s.count+1)*4 > len(s.slots)*3 { // load factor at most 3/4
