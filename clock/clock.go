@@ -113,17 +113,13 @@ type Real struct {
 	lastMono int64 // mono at the previous reading
 	procMono bool  // mono is Mono (NowAt may take the caller's reading)
 	frac     int64 // unused slew budget carried over, in 1e-6 ns; in [0, 1e6)
-	// following: the last reading met the wall clock (now == w), so
-	// last == lastMono + wallMono and, until wallNext, the reading at m is
-	// m + wallMono.
-	following bool
 
 	// The fast path, a seqlock over (from, until, off): seq is odd while a
 	// writer (holding mu) changes them. A reading at m in [from, until)
 	// is m + off. from is maxInt64 while the path is closed: the clock is
 	// slewing, reads a custom Wall every time, or a writer is at work.
-	// Invariant: while open, following holds, from == lastMono, until ==
-	// wallNext and off == wallMono.
+	// Invariant: while open, the clock follows the wall clock (following),
+	// from == lastMono, until == wallNext and off == wallMono.
 	seq              atomic.Uint64
 	from, until, off atomic.Int64
 }
@@ -194,7 +190,6 @@ func newReal(mono func() int64, both func() (int64, int64), every, highWater, pp
 	c.from.Store(maxInt64)
 	w, m := c.sample(true)
 	c.last, c.lastMono = max(w, highWater), m
-	c.following = c.last == w
 	c.lock()
 	c.unlock()
 	return c
@@ -271,10 +266,21 @@ func (c *Real) lock() {
 	}
 }
 
+// following reports whether the clock's last reading lies on the cached
+// wall clock's line (last == lastMono + wallMono, no slew budget carried):
+// then, until the cache expires, the reading at m is m + wallMono, and
+// taking it changes nothing but last and lastMono, which stay on the line.
+// It is computed, not remembered: a fresh wall reading that moves the
+// line (Offset, at an m equal to lastMono) must close the path. c.mu must
+// be held.
+func (c *Real) following() bool {
+	return c.last == satAdd(c.lastMono, c.wallMono) && c.frac == 0
+}
+
 // unlock opens the fast path if the clock follows the wall clock through a
 // cached wall reading, and releases the mutex.
 func (c *Real) unlock() {
-	if c.following && c.wallEvery > 0 && c.lastMono < c.wallNext {
+	if c.wallEvery > 0 && c.lastMono < c.wallNext && c.following() {
 		c.seq.Add(1)
 		c.off.Store(c.wallMono)
 		c.until.Store(c.wallNext)
@@ -349,14 +355,14 @@ func (c *Real) advance(w, m int64) (now int64) {
 	diff := satSub(w, free)
 	switch {
 	case diff > bound:
-		now, c.frac, c.following = free+bound, r%1e6, false
+		now, c.frac = free+bound, r%1e6
 	case diff < -bound:
-		now, c.frac, c.following = free-bound, r%1e6, false
+		now, c.frac = free-bound, r%1e6
 	default: // met the wall clock: follow it, drop the unused budget
-		now, c.frac, c.following = w, 0, true
+		now, c.frac = w, 0
 	}
 	if now < c.last { // only after saturation: ppm <= 1e6 means bound <= dm
-		now, c.following = c.last, false
+		now = c.last
 	}
 	c.last = now
 	return now

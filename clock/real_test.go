@@ -565,15 +565,24 @@ func TestRealFastPathMatchesTheLock(t *testing.T) {
 	f := &fakeTime{wall: t0}
 	c := newReal(func() int64 { return f.mono }, func() (int64, int64) { return f.wall, f.mono }, 1000, 0, 0)
 	open := func() bool { return c.from.Load() != maxInt64 }
+	locked := func() int64 { // the reading under the lock at f.mono
+		c.lock()
+		defer c.unlock()
+		now, _ := c.read(false)
+		return now
+	}
 	require.True(t, open(), "following from the start")
 	f.advance(300)
 	v, ok := c.fast(f.mono)
 	require.True(t, ok)
 	require.Equal(t, t0+300, v)
-	require.Equal(t, v, c.Now())
+	require.Equal(t, v, locked())
+	require.True(t, open(), "reopened by the locked reading")
 
 	f.advance(800) // past the cache: the wall is read, 100 ns behind
 	f.wall -= 100
+	_, ok = c.fast(f.mono)
+	require.False(t, ok, "the cache expired")
 	// Closing the path took a reading at 999, the last m the fast path
 	// could have read at, so the slew runs from there: 1% of 101 ns.
 	require.Equal(t, t0+1100-1, c.Now())
@@ -585,4 +594,72 @@ func TestRealFastPathMatchesTheLock(t *testing.T) {
 	v, ok = c.fast(f.mono)
 	require.True(t, ok)
 	require.Equal(t, t0+11_600-100, v)
+	require.Equal(t, v, locked())
+}
+
+// TestRealOffsetMovesTheLine: Offset reads the wall clock afresh, and may
+// do so at the very monotonic instant of the clock's last reading (the
+// path's closing reading has just been taken, and a coarse monotonic
+// source has not ticked). A wall clock that stepped either way must then
+// be slewed toward, not taken as the new line of the fast path: the clock
+// neither goes back nor jumps.
+func TestRealOffsetMovesTheLine(t *testing.T) {
+	for _, step := range []int64{-hr, hr, -3, 3} {
+		f := &fakeTime{wall: t0}
+		c := newReal(func() int64 { return f.mono }, func() (int64, int64) { return f.wall, f.mono }, 1000, 0, 0)
+		f.advance(100)
+		before := c.Now()
+		require.Equal(t, t0+100, before)
+		f.wall += step
+		require.Equal(t, -step, c.Offset(), "step %d", step)
+		f.advance(1)
+		after := c.Now()
+		require.GreaterOrEqual(t, after, before, "step %d: went back", step)
+		require.LessOrEqual(t, after-before, int64(1), "step %d: jumped", step)
+	}
+	// Through the public API: a custom Mono that stands still across
+	// Offset while the real wall clock moves on.
+	var m atomic.Int64
+	m.Store(1000)
+	c := NewRealWith(RealOptions{Mono: m.Load})
+	before := c.Now()
+	for deadline := time.Now().Add(time.Millisecond); time.Now().Before(deadline); {
+	} // the wall clock moves on
+	_ = c.Offset()
+	m.Add(1)
+	require.LessOrEqual(t, c.Now()-before, int64(1), "jumped in 1 ns of monotonic time")
+}
+
+// TestRealRandomWallCached is TestRealRandomWall with the wall-clock cache
+// on, the only configuration in which the fast path runs: every reading,
+// fast or locked, Offset included, keeps the rate bound.
+func TestRealRandomWallCached(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewPCG(seed, 42))
+		ppm := []int64{1, 500, DefaultSlewPPM, 300_000, 1_000_000}[r.IntN(5)]
+		f := &fakeTime{wall: t0 + r.Int64N(hr) - hr/2, mono: r.Int64N(1<<62) - 1<<61}
+		hw := t0 + r.Int64N(hr) - hr/2
+		c := newReal(func() int64 { return f.mono }, func() (int64, int64) { return f.wall, f.mono }, 1000, hw, ppm)
+		prev := c.Now()
+		for i := 0; i < 5000; i++ {
+			dm := []int64{0, 1, r.Int64N(1000), r.Int64N(int64(time.Second)), r.Int64N(hr)}[r.IntN(5)]
+			f.advance(dm)
+			switch r.IntN(10) {
+			case 0:
+				f.wall += r.Int64N(2*hr) - hr
+			case 1:
+				f.wall -= dm // a stalled wall clock
+			case 2:
+				f.wall += r.Int64N(1000) - 500
+			}
+			if r.IntN(2) == 0 {
+				_ = c.Offset()
+			}
+			n := c.Now()
+			delta := n - prev
+			require.GreaterOrEqual(t, delta, int64(0), "seed %d step %d", seed, i)
+			require.LessOrEqual(t, abs(delta-dm), dm*ppm/1e6+1, "seed %d step %d: per-reading rate bound", seed, i)
+			prev = n
+		}
+	}
 }

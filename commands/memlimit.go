@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/clock"
@@ -16,6 +17,35 @@ import (
 // regions are not its to free), at every request's expense.
 const minGoLimitShare = 8
 
+// processLimit is the runtime's memory limit as it was before the first
+// RunMemoryLimit of the process changed it (GOMEMLIMIT), and how many
+// RunMemoryLimits run: servers in one process (tests) share one runtime
+// limit, so each sets it from the same base, and the last to stop puts
+// the base back.
+var processLimit struct {
+	sync.Mutex
+	users int
+	base  int64
+}
+
+func acquireLimitBase() int64 {
+	processLimit.Lock()
+	defer processLimit.Unlock()
+	if processLimit.users == 0 {
+		processLimit.base = debug.SetMemoryLimit(-1)
+	}
+	processLimit.users++
+	return processLimit.base
+}
+
+func releaseLimitBase() {
+	processLimit.Lock()
+	defer processLimit.Unlock()
+	if processLimit.users--; processLimit.users == 0 {
+		debug.SetMemoryLimit(processLimit.base)
+	}
+}
+
 // RunMemoryLimit makes a memory limit (GOMEMLIMIT) bound the whole
 // process. Go's limit covers only the memory the Go runtime manages, but a
 // large keyspace lives in regions mapped outside the Go heap
@@ -24,14 +54,21 @@ const minGoLimitShare = 8
 // container limit set to match. Every interval it sets the runtime's limit
 // to limit less the resident memory the runtime does not manage (the
 // process's RSS less the runtime's own resident memory), and never below
-// limit/minGoLimitShare. limit <= 0 or math.MaxInt64 (no limit) does
-// nothing. When ctx ends it restores the runtime's limit as it found it.
+// limit/minGoLimitShare. limit 0 takes the runtime's limit as it was before
+// any server of the process changed it (GOMEMLIMIT); no limit
+// (math.MaxInt64) does nothing. The resident set is read from /proc
+// (Linux); elsewhere the runtime's limit stays the process's. When ctx
+// ends, the last RunMemoryLimit of the process puts the runtime's limit
+// back as it found it.
 func (s *Server) RunMemoryLimit(ctx context.Context, limit int64, interval time.Duration) {
-	if limit <= 0 || limit == math.MaxInt64 {
+	base := acquireLimitBase()
+	defer releaseLimitBase()
+	if limit <= 0 {
+		limit = base
+	}
+	if limit == math.MaxInt64 {
 		return
 	}
-	prev := debug.SetMemoryLimit(-1)
-	defer debug.SetMemoryLimit(prev)
 	s.memLimit.Store(limit)
 	defer s.memLimit.Store(0)
 	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}

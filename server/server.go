@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -37,8 +36,9 @@ type Options struct {
 	FS vfs.FS
 	// MemoryLimit is the memory limit for the whole process, in bytes
 	// (commands.RunMemoryLimit); 0 takes GOMEMLIMIT's, as the Go runtime
-	// had it when the server started. MemoryLimitInterval is how often
-	// the Go runtime's share of it is reset (default 1s).
+	// had it before any server of the process changed it.
+	// MemoryLimitInterval is how often the Go runtime's share of it is
+	// reset (default 1s).
 	MemoryLimit         int64
 	MemoryLimitInterval time.Duration
 }
@@ -166,9 +166,6 @@ func Start(opts Options) (*Server, error) {
 		go func() { defer s.wg.Done(); snap.Run(ctx, cfg.SaveInterval) }()
 	}
 	memLimit, memEvery := opts.MemoryLimit, opts.MemoryLimitInterval
-	if memLimit <= 0 {
-		memLimit = debug.SetMemoryLimit(-1)
-	}
 	if memEvery <= 0 {
 		memEvery = time.Second
 	}

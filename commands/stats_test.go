@@ -1,0 +1,39 @@
+package commands
+
+import (
+	"testing"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCountersAddUpOverCells: commands counted in every statistics cell,
+// and in cells shared by two event loops (loop i and i+stripes), add up to
+// exactly what was run, whatever the number of cores; CONFIG RESETSTAT
+// clears every cell.
+func TestCountersAddUpOverCells(t *testing.T) {
+	s := NewServer(Config{Shards: 4, MaxClients: 100}, engine.New(4), clock.NewManual(1_700_000_000_000_000_000), nil, nil)
+	ping := [][]byte{[]byte("PING")}
+	want := 0
+	for loop := 0; loop < stripes+3; loop++ {
+		c, err := s.NewClient("t", "t", nil)
+		require.NoError(t, err)
+		c.SetStripe(loop)
+		for range loop + 1 {
+			s.Exec(c, ping, discard{})
+			want++
+		}
+		s.CountTraffic(c, 14, 7)
+	}
+	cmds, in, out, errs := s.dispatch.totals()
+	require.Equal(t, []int64{int64(want), 14 * (stripes + 3), 7 * (stripes + 3), 0}, []int64{cmds, in, out, errs})
+	calls, _, rejected, failed := s.table["ping"].stats.totals()
+	require.Equal(t, []int64{int64(want), 0, 0}, []int64{calls, rejected, failed})
+	c, _ := s.NewClient("t", "t", nil)
+	s.Exec(c, [][]byte{[]byte("CONFIG"), []byte("RESETSTAT")}, discard{})
+	cmds, in, out, _ = s.dispatch.totals()
+	require.Equal(t, []int64{0, 0, 0}, []int64{cmds, in, out})
+	calls, _, _, _ = s.table["ping"].stats.totals()
+	require.Zero(t, calls)
+}
