@@ -152,8 +152,10 @@ func (s *Server) RunExpiry(ctx context.Context, interval time.Duration) {
 	clock.Every(ctx, interval, func() {
 		st := s.Engine.Sweep(s.Clock.Now())
 		s.stats.expiredKeys.Add(int64(st.Expired))
-		if h := int64(st.LongestHold); h > s.stats.expireHold.Load() {
-			s.stats.expireHold.Store(h) // the sweep is this goroutine's alone
+		for h := int64(st.LongestHold); ; {
+			if old := s.stats.expireHold.Load(); h <= old || s.stats.expireHold.CompareAndSwap(old, h) {
+				break // (a CONFIG RESETSTAT in between is not overwritten)
+			}
 		}
 	})
 }

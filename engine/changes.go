@@ -51,7 +51,7 @@ func (e *Engine) Changes(fn func(Record)) (flushed bool) {
 		}
 		for _, tag := range s.dirty {
 			// Every record of the tag's probe runs (in both tables while
-			// the table grows) with the dirty bit: the listed record
+			// entries move) with the dirty bit: the listed record
 			// (unless it went, or was reported already) and any other of
 			// the same tag, whose report is early but harmless.
 			for _, t := range [2][]uint64{s.slots, s.old} {

@@ -306,8 +306,8 @@ func (s *shard) shrinkLocked() {
 	s.compactions++
 }
 
-// sparseLocked: the table is mostly empty (keys went), so a rebuild
-// gives memory back.
+// sparseLocked: the table is mostly empty (keys went), so a shrink gives
+// memory back.
 func (s *shard) sparseLocked() bool { return len(s.slots) > minSlots && s.count*8 < len(s.slots) }
 
 // Engine is the sharded keyspace. It is safe for concurrent use; each

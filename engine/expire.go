@@ -14,8 +14,8 @@ const (
 	sweepMin   = 1024
 )
 
-// migrateStep is how many slots of a growing table the sweep moves over
-// under one hold of the shard lock.
+// migrateStep is how many slots of an old table (doubling or shrinking) the
+// sweep moves over under one hold of the shard lock.
 const migrateStep = 4096
 
 // SweepStats counts what one sweep pass did.

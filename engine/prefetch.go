@@ -63,7 +63,7 @@ func (e *Engine) Prefetch(keys [][]byte) uint64 {
 			if len(s.slots) > 0 {
 				sink += s.slots[tag&uint64(len(s.slots)-1)]
 			}
-			if len(s.old) > 0 { // a growing table: the key may not have moved yet
+			if len(s.old) > 0 { // entries moving: the key may not have moved yet
 				sink += s.old[tag&uint64(len(s.old)-1)]
 			}
 		}

@@ -30,17 +30,18 @@ func makeSlot(tag uint32, off int) uint64 {
 // time (two per insert, and in chunks by the sweeper) instead of all at
 // once under the shard lock (at 125,000 keys a shard took 2.5-4 ms in one
 // piece). A table left mostly empty shrinks the same way, into a smaller
-// new one (shrinkLocked). While entries move (s.old != nil), a key is in exactly one of
-// the two tables: lookups try the new one, then the old one; inserts go to
-// the new one; a removal from the old one leaves a tombstone, as does a
-// move, so the old table's probe runs stay whole until it is freed.
+// new one (shrinkLocked). While entries move (s.old != nil), a key is in
+// exactly one of the two tables: lookups try the new one, then the old
+// one; inserts go to the new one; a removal from the old one leaves a
+// tombstone, as does a move, so the old table's probe runs stay whole
+// until it is freed.
 
 // moved is the tombstone of an old table's slot: its offset is one no
 // record reaches (reserveLocked stops a shard below offMask).
 const moved = uint64(offMask)
 
 // migrateAtOnce: a table of at most this many slots is moved over at once
-// when it doubles (a few microseconds); tests lower it.
+// when it doubles or shrinks (a few microseconds); tests lower it.
 var migrateAtOnce = 1024
 
 // findIn returns the record offset of key (tag tag) in table t, and the
@@ -122,11 +123,13 @@ func insertIn(t []uint64, slot uint64) {
 // placeLocked puts the record at off (hash tag tag) into the table.
 func (s *shard) placeLocked(tag uint32, off int) {
 	if s.old != nil {
-		// Two old slots per insert: an old table half the new one's size
-		// is emptied long before the new one fills to 3/4; a larger one
-		// (a shrink) is emptied by the sweep, which moves it all in its
-		// pass, or at once below if inserts fill the new table first.
-		s.migrateLocked(2)
+		// The new table, at most half full when the move began, takes a
+		// quarter of its size in inserts to reach 3/4: 4*len(old)/len(new)
+		// old slots per insert empty the old table by then (two for a
+		// doubling; more for a shrink, whose old slots are mostly empty),
+		// so the move below that takes what is left at once only runs if
+		// keys were also removed and re-inserted meanwhile.
+		s.migrateLocked(max(2, 4*len(s.old)/len(s.slots)))
 	}
 	if (s.count+1)*4 > len(s.slots)*3 { // load factor at most 3/4
 		s.migrateLocked(len(s.old)) // (only if the sweeper and inserts fell behind)
@@ -161,7 +164,7 @@ func (s *shard) migrateLocked(n int) {
 	}
 }
 
-// dropOldLocked frees the old table (after a move, or a rebuild).
+// dropOldLocked frees the old table once every entry has moved.
 func (s *shard) dropOldLocked() {
 	freeRegion(s.mem.oldSlots)
 	s.old, s.mem.oldSlots, s.migrated = nil, nil, 0

@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestShrinkModel drives a shard with random inserts, relocations,
+// removals, mass removals, compaction steps and partial moves, and shrinks
+// its table at random moments (mid-move, into an equal or a larger table
+// too), with SCAN walks running throughout: the table must match a model
+// (checkRegion), and every key held for a whole walk must be returned by
+// it. Hash tags collide heavily, so probe runs are long and wrap around.
+func TestShrinkModel(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 11))
+	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
+	const now = int64(1e9)
+	shrinkMoves, scansDuringShrink := 0, 0
+	for round := 0; round < 16; round++ {
+		migrateAtOnce = []int{0, 0, 16, 1024}[round%4]
+		e := New(1)
+		st := e.Store()
+		s := e.shards[0]
+		model := map[string]bool{}
+		tags := 1 + r.IntN(2000)
+		if round%3 == 0 {
+			tags = 1 + r.IntN(30)
+		}
+		hashOf := func(k string) uint64 {
+			x := uint64(0)
+			for _, c := range []byte(k) {
+				x = x*131 + uint64(c)
+			}
+			return (x % uint64(tags)) * 0x9E3779B1
+		}
+		s.testHash = func(k []byte) uint64 { return hashOf(string(k)) }
+		nkeys := 50 + r.IntN(3000)
+		// A SCAN walk: its position, the keys held since it began (and
+		// not removed since), and the keys it has returned.
+		type walk struct {
+			pos              int64
+			throughout, seen map[string]bool
+		}
+		newWalk := func() *walk {
+			th := map[string]bool{}
+			for k := range model {
+				th[k] = true
+			}
+			return &walk{throughout: th, seen: map[string]bool{}}
+		}
+		w := newWalk()
+		remove := func(k string, h uint64, off int) {
+			s.removeLocked(off, tagOf(h))
+			delete(model, k)
+			delete(w.throughout, k)
+		}
+		for op := 0; op < 6000; op++ {
+			k := fmt.Sprint("k", r.IntN(nkeys))
+			h := hashOf(k)
+			if s.old != nil && r.IntN(4) != 0 { // a lookup moves four slots
+				s.migrateLocked(4)
+			}
+			off, _, ok := s.findLocked(h, []byte(k))
+			require.Equal(t, model[k], ok, "seed %d round %d op %d key %s", seed, round, op, k)
+			switch {
+			case !ok && r.IntN(3) > 0:
+				s.putLocked(0, 0, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op)}, nil)
+				model[k] = true
+			case ok && r.IntN(3) == 0: // a wider count moves the record
+				s.putLocked(off, parseRecord(s.data, off).end, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op) << (7 * r.IntN(8))}, nil)
+			case ok && r.IntN(2) == 0:
+				remove(k, h, off)
+			}
+			switch x := r.IntN(1000); {
+			case x < 3: // a mass removal, then a shrink as the sweep does
+				for kk := range model {
+					if r.IntN(16) != 0 {
+						hh := hashOf(kk)
+						o, _, ok := s.findLocked(hh, []byte(kk))
+						require.True(t, ok)
+						remove(kk, hh, o)
+					}
+				}
+				fallthrough
+			case x < 12:
+				if s.garbage > 0 {
+					s.compactInPlaceLocked()
+				}
+				if s.old != nil && r.IntN(2) == 0 {
+					break // the sweep shrinks only once no move is under way
+				}
+				s.shrinkLocked()
+				if s.old != nil && len(s.old) > len(s.slots) {
+					shrinkMoves++
+				}
+			case x < 40 || s.compacting && x < 400:
+				s.compactStepLocked(1 + r.IntN(600))
+			case x < 60 && s.old != nil:
+				s.migrateLocked(r.IntN(64))
+			}
+			if r.IntN(3) == 0 {
+				if s.old != nil && len(s.old) > len(s.slots) {
+					scansDuringShrink++
+				}
+				w.pos = st.ScanSlots(0, w.pos, 1+r.IntN(20), now, func(ki KeyInfo) { w.seen[ki.Key] = true })
+				if w.pos < 0 {
+					for kk := range w.throughout {
+						require.True(t, w.seen[kk], "seed %d round %d op %d: %s, held throughout the walk, not returned", seed, round, op, kk)
+					}
+					w = newWalk()
+				}
+			}
+			require.Equal(t, len(model), s.count)
+			if op%200 == 0 || s.old != nil && op%20 == 0 {
+				checkRegion(t, s, model)
+			}
+		}
+		s.mem.release()
+	}
+	require.Positive(t, shrinkMoves, "no shrink moved in steps")
+	require.Positive(t, scansDuringShrink, "no scan ran during a shrink")
+}
+
+// TestShrinkMovesInStepsUnderInserts: inserts alone, with no sweep to
+// finish the move, empty an old table many times the new one's size a
+// slice at a time, never the rest of it at once (which took 1 ms under
+// the shard lock for a 16x shrink).
+func TestShrinkMovesInStepsUnderInserts(t *testing.T) {
+	const now = int64(1e9)
+	e := New(1)
+	st := e.Store()
+	s := e.shards[0]
+	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
+	for i := 0; i < 120_000; i++ {
+		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("k", i)), p, now)
+		require.NoError(t, err)
+	}
+	for i := 0; i < 120_000; i++ {
+		if i%20 != 0 {
+			require.True(t, st.Delete([]byte(fmt.Sprint("k", i)), now))
+		}
+	}
+	s.mu.Lock()
+	s.compactInPlaceLocked()
+	s.shrinkLocked()
+	oldLen, newLen := len(s.old), len(s.slots)
+	s.mu.Unlock()
+	require.GreaterOrEqual(t, oldLen, 8*newLen)
+	most := 0
+	for i := 0; s.old != nil; i++ {
+		before := s.migrated
+		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("new", i)), p, now)
+		require.NoError(t, err)
+		if s.old != nil {
+			most = max(most, s.migrated-before)
+		} else {
+			most = max(most, oldLen-before)
+		}
+	}
+	// An insert moves 4*len(old)/len(new) slots, its lookup four more.
+	require.LessOrEqual(t, most, 4*oldLen/newLen+4, "one insert moved %d of %d old slots", most, oldLen)
+}
