@@ -458,17 +458,17 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st 
 		line("load_time_ms", s.Loaded.Duration.Milliseconds())
 	case "stats":
 		st := &s.stats
-		cmds, in, out, errs := s.dispatch.totals()
+		d := s.dispatch.totals()
 		b.WriteString("# Stats\r\n")
 		line("total_connections_received", st.connections.Load())
-		line("total_commands_processed", cmds)
-		line("total_net_input_bytes", in)
-		line("total_net_output_bytes", out)
+		line("total_commands_processed", d[nCommands])
+		line("total_net_input_bytes", d[nNetIn])
+		line("total_net_output_bytes", d[nNetOut])
 		line("rejected_connections", st.rejectedConns.Load())
 		line("expired_keys", st.expiredKeys.Load())
 		// What a request could have waited behind the expiry sweep.
 		line("expire_longest_hold_us", st.expireHold.Load()/1000)
-		line("total_error_replies", errs)
+		line("total_error_replies", d[nErrorReplies])
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		line("role", "master")
@@ -491,8 +491,8 @@ func (s *Server) writeInfoSection(b *strings.Builder, sec string, now int64, st 
 		}
 		sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 		for _, c := range all {
-			calls, ns, rej, fail := c.stats.totals()
-			usec := ns / 1000
+			n := c.stats.totals()
+			calls, usec, rej, fail := n[nCalls], n[nNs]/1000, n[nRejected], n[nFailed]
 			if calls+rej == 0 {
 				continue
 			}

@@ -185,8 +185,8 @@ func (s *Server) ShutdownSave() bool { return s.shutdownSave.Load() }
 // stats.
 func (s *Server) CountTraffic(c *Client, in, out int) {
 	d := s.dispatch.cell(c.stripe)
-	d.netIn.Add(int64(in))
-	d.netOut.Add(int64(out))
+	d[nNetIn].Add(int64(in))
+	d[nNetOut].Add(int64(out))
 }
 
 // Client is one connection's state. The resp package creates it with
@@ -324,12 +324,12 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 		return
 	}
 	d := s.dispatch.cell(c.stripe)
-	d.commands.Add(1)
+	d[nCommands].Add(1)
 	cmd, rejected := s.resolve(c, args)
 	if rejected != "" {
-		d.errorReplies.Add(1)
+		d[nErrorReplies].Add(1)
 		if cmd != nil {
-			cmd.stats.cell(c.stripe).rejected.Add(1)
+			cmd.stats.cell(c.stripe)[nRejected].Add(1)
 		}
 		if c.multi {
 			c.multiErr = true
@@ -339,7 +339,7 @@ func (s *Server) Exec(c *Client, args [][]byte, w Writer) {
 	}
 	if c.multi && cmd.hasFlag(FlagNoMulti) {
 		c.multiErr = true
-		d.errorReplies.Add(1)
+		d[nErrorReplies].Add(1)
 		w.Error("ERR Command not allowed inside a transaction")
 		return
 	}
@@ -419,12 +419,12 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte, w Writer, now int64
 	cmd.Run(x)
 	end := monoNow()
 	cs := cmd.stats.cell(c.stripe)
-	cs.calls.Add(1)
-	cs.ns.Add(end - c.mark)
+	cs[nCalls].Add(1)
+	cs[nNs].Add(end - c.mark)
 	c.mark = end
 	if x.fail {
-		cs.failed.Add(1)
-		s.dispatch.cell(c.stripe).errorReplies.Add(1)
+		cs[nFailed].Add(1)
+		s.dispatch.cell(c.stripe)[nErrorReplies].Add(1)
 	}
 	c.lastCmd.Store(&cmd.Name)
 	c.lastActive.Store(end)

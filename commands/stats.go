@@ -20,79 +20,52 @@ const stripes = 16
 // them would make loop 0 take that line from every other loop.
 const cellBytes = 128
 
-// dispatchCell holds the server-wide counts that every command updates.
-type dispatchCell struct {
-	commands, netIn, netOut, errorReplies atomic.Int64
-	_                                     [cellBytes - 4*8]byte
+// A cell holds four counts of the clients of one stripe: for the server
+// (dispatchStats) commands processed, bytes in and out, error replies; for
+// a command (cmdStats) its calls, their time in ns, rejected and failed
+// calls.
+type cell struct {
+	n [4]atomic.Int64
+	_ [cellBytes - 4*8]byte
 }
 
-// dispatchStats are the server-wide per-command counts (INFO stats), in
-// stripes: cell(stripe) is a client's.
-type dispatchStats struct {
+// Which count of a cell is which.
+const (
+	nCommands, nNetIn, nNetOut, nErrorReplies = 0, 1, 2, 3 // dispatchStats
+	nCalls, nNs, nRejected, nFailed           = 0, 1, 2, 3 // cmdStats
+)
+
+// stripedCounts are four counts kept in stripes: cell(stripe) is a
+// client's, and readers add the cells up.
+type stripedCounts struct {
 	_     [cellBytes]byte
-	cells [stripes]dispatchCell
+	cells [stripes]cell
 	_     [cellBytes]byte
 }
 
-func (d *dispatchStats) cell(stripe uint32) *dispatchCell { return &d.cells[stripe] }
+func (c *stripedCounts) cell(stripe uint32) *[4]atomic.Int64 { return &c.cells[stripe].n }
 
 // totals adds the cells up.
-func (d *dispatchStats) totals() (commands, netIn, netOut, errorReplies int64) {
-	for i := range d.cells {
-		c := &d.cells[i]
-		commands += c.commands.Load()
-		netIn += c.netIn.Load()
-		netOut += c.netOut.Load()
-		errorReplies += c.errorReplies.Load()
+func (c *stripedCounts) totals() (t [4]int64) {
+	for i := range c.cells {
+		for j := range t {
+			t[j] += c.cells[i].n[j].Load()
+		}
 	}
-	return
+	return t
 }
 
-func (d *dispatchStats) reset() {
-	for i := range d.cells {
-		c := &d.cells[i]
-		c.commands.Store(0)
-		c.netIn.Store(0)
-		c.netOut.Store(0)
-		c.errorReplies.Store(0)
+func (c *stripedCounts) reset() {
+	for i := range c.cells {
+		for j := range c.cells[i].n {
+			c.cells[i].n[j].Store(0)
+		}
 	}
 }
 
-// cmdCell holds one command's counts (INFO commandstats) from the clients
-// of one stripe.
-type cmdCell struct {
-	calls, ns, rejected, failed atomic.Int64
-	_                           [cellBytes - 4*8]byte
-}
-
-// cmdStats are one command's counts, in stripes: cell(stripe) is a
-// client's.
-type cmdStats struct {
-	_     [cellBytes]byte
-	cells [stripes]cmdCell
-	_     [cellBytes]byte
-}
-
-func (s *cmdStats) cell(stripe uint32) *cmdCell { return &s.cells[stripe] }
-
-// totals adds the cells up.
-func (s *cmdStats) totals() (calls, ns, rejected, failed int64) {
-	for i := range s.cells {
-		c := &s.cells[i]
-		calls += c.calls.Load()
-		ns += c.ns.Load()
-		rejected += c.rejected.Load()
-		failed += c.failed.Load()
-	}
-	return
-}
-
-func (s *cmdStats) reset() {
-	for i := range s.cells {
-		c := &s.cells[i]
-		c.calls.Store(0)
-		c.ns.Store(0)
-		c.rejected.Store(0)
-		c.failed.Store(0)
-	}
-}
+// dispatchStats are the server-wide counts every command updates (INFO
+// stats), cmdStats one command's (INFO commandstats).
+type (
+	dispatchStats = stripedCounts
+	cmdStats      = stripedCounts
+)
