@@ -221,40 +221,52 @@ func TestRealMonoBackwards(t *testing.T) {
 
 // TestRealRandomWall drives the clock with an erratic wall clock (steps
 // either way, stalls, wild values) and checks the rate bound on every
-// reading and cumulatively.
+// reading and cumulatively: with the wall clock read at every reading, and
+// with it cached, as the default clock does (the only configuration the
+// lock-free path runs in), readings taken by Now, by Offset, and by Now
+// right after an Offset at the same monotonic instant.
 func TestRealRandomWall(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
-		r := rand.New(rand.NewPCG(seed, 42))
-		ppm := []int64{1, 500, DefaultSlewPPM, 300_000, 1_000_000}[r.IntN(5)]
-		f := &fakeTime{wall: t0 + r.Int64N(hr) - hr/2, mono: r.Int64N(1<<62) - 1<<61}
-		hw := t0 + r.Int64N(hr) - hr/2
-		c := NewRealWith(f.opts(hw, ppm))
-		start := c.Now()
-		require.Equal(t, max(f.wall, hw), start)
-		prev, m := start, int64(0)
-		for i := 0; i < 5000; i++ {
-			dm := []int64{0, 1, r.Int64N(1000), r.Int64N(int64(time.Second)), r.Int64N(hr)}[r.IntN(5)]
-			f.advance(dm)
-			m += dm
-			switch r.IntN(10) {
-			case 0:
-				f.wall += r.Int64N(2*hr) - hr
-			case 1:
-				f.wall -= dm // a stalled wall clock
-			case 2:
-				f.wall += r.Int64N(1000) - 500
+	for _, cached := range []bool{false, true} {
+		for seed := uint64(1); seed <= 20; seed++ {
+			r := rand.New(rand.NewPCG(seed, 42))
+			ppm := []int64{1, 500, DefaultSlewPPM, 300_000, 1_000_000}[r.IntN(5)]
+			f := &fakeTime{wall: t0 + r.Int64N(hr) - hr/2, mono: r.Int64N(1<<62) - 1<<61}
+			hw := t0 + r.Int64N(hr) - hr/2
+			c := NewRealWith(f.opts(hw, ppm))
+			if cached {
+				c = newReal(func() int64 { return f.mono }, func() (int64, int64) { return f.wall, f.mono }, 1000, hw, ppm)
 			}
-			var n int64
-			if r.IntN(2) == 0 {
-				n = c.Now()
-			} else {
-				n = f.wall + c.Offset()
+			start := c.Now()
+			require.Equal(t, max(f.wall, hw), start)
+			prev, m := start, int64(0)
+			for i := 0; i < 5000; i++ {
+				dm := []int64{0, 1, r.Int64N(1000), r.Int64N(int64(time.Second)), r.Int64N(hr)}[r.IntN(5)]
+				f.advance(dm)
+				m += dm
+				switch r.IntN(10) {
+				case 0:
+					f.wall += r.Int64N(2*hr) - hr
+				case 1:
+					f.wall -= dm // a stalled wall clock
+				case 2:
+					f.wall += r.Int64N(1000) - 500
+				}
+				var n int64
+				switch r.IntN(3) {
+				case 0:
+					n = c.Now()
+				case 1:
+					n = f.wall + c.Offset()
+				default:
+					_ = c.Offset()
+					n = c.Now()
+				}
+				delta := n - prev
+				require.GreaterOrEqual(t, delta, int64(0), "cached %v seed %d step %d", cached, seed, i)
+				require.LessOrEqual(t, abs(delta-dm), dm*ppm/1e6+1, "cached %v seed %d step %d: per-reading rate bound", cached, seed, i)
+				require.LessOrEqual(t, abs(n-start-m), m/1e6*ppm+(m%1e6)*ppm/1e6, "cached %v seed %d step %d: cumulative rate bound", cached, seed, i)
+				prev = n
 			}
-			delta := n - prev
-			require.GreaterOrEqual(t, delta, int64(0), "seed %d", seed)
-			require.LessOrEqual(t, abs(delta-dm), dm*ppm/1e6+1, "seed %d: per-reading rate bound", seed)
-			require.LessOrEqual(t, abs(n-start-m), m/1e6*ppm+(m%1e6)*ppm/1e6, "seed %d: cumulative rate bound", seed)
-			prev = n
 		}
 	}
 }
@@ -628,38 +640,4 @@ func TestRealOffsetMovesTheLine(t *testing.T) {
 	_ = c.Offset()
 	m.Add(1)
 	require.LessOrEqual(t, c.Now()-before, int64(1), "jumped in 1 ns of monotonic time")
-}
-
-// TestRealRandomWallCached is TestRealRandomWall with the wall-clock cache
-// on, the only configuration in which the fast path runs: every reading,
-// fast or locked, Offset included, keeps the rate bound.
-func TestRealRandomWallCached(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
-		r := rand.New(rand.NewPCG(seed, 42))
-		ppm := []int64{1, 500, DefaultSlewPPM, 300_000, 1_000_000}[r.IntN(5)]
-		f := &fakeTime{wall: t0 + r.Int64N(hr) - hr/2, mono: r.Int64N(1<<62) - 1<<61}
-		hw := t0 + r.Int64N(hr) - hr/2
-		c := newReal(func() int64 { return f.mono }, func() (int64, int64) { return f.wall, f.mono }, 1000, hw, ppm)
-		prev := c.Now()
-		for i := 0; i < 5000; i++ {
-			dm := []int64{0, 1, r.Int64N(1000), r.Int64N(int64(time.Second)), r.Int64N(hr)}[r.IntN(5)]
-			f.advance(dm)
-			switch r.IntN(10) {
-			case 0:
-				f.wall += r.Int64N(2*hr) - hr
-			case 1:
-				f.wall -= dm // a stalled wall clock
-			case 2:
-				f.wall += r.Int64N(1000) - 500
-			}
-			if r.IntN(2) == 0 {
-				_ = c.Offset()
-			}
-			n := c.Now()
-			delta := n - prev
-			require.GreaterOrEqual(t, delta, int64(0), "seed %d step %d", seed, i)
-			require.LessOrEqual(t, abs(delta-dm), dm*ppm/1e6+1, "seed %d step %d: per-reading rate bound", seed, i)
-			prev = n
-		}
-	}
 }
