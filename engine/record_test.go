@@ -294,16 +294,12 @@ func TestRestoreWhileTracking(t *testing.T) {
 func TestScanDuringTableMove(t *testing.T) {
 	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
 	migrateAtOnce = 0
-	const now = int64(1e9)
-	e := New(1)
-	st := e.Store()
-	s := e.shards[0]
-	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
+	o := newOneShard()
+	s := o.s
 	held := 0
 	// Fill until just past the doubling of a table of 2,048 slots.
 	for s.old == nil || len(s.old) < 2048 || s.migrated < len(s.old)/4 {
-		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("k", held)), p, now)
-		require.NoError(t, err)
+		o.touch(t, fmt.Sprint("k", held))
 		held++
 	}
 	seen := map[string]bool{}
@@ -312,9 +308,8 @@ func TestScanDuringTableMove(t *testing.T) {
 		if s.old != nil {
 			moving++
 		}
-		pos = st.ScanSlots(0, pos, 20, now, func(k KeyInfo) { seen[k.Key] = true })
-		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("new", extra)), p, now) // moves two more slots
-		require.NoError(t, err)
+		pos = o.st.ScanSlots(0, pos, 20, oneShardNow, func(k KeyInfo) { seen[k.Key] = true })
+		o.touch(t, fmt.Sprint("new", extra)) // moves two more slots
 	}
 	require.Greater(t, moving, 10, "the walk should have run while the table moved")
 	for i := 0; i < held; i++ {
@@ -329,43 +324,21 @@ func TestScanDuringTableMove(t *testing.T) {
 func TestScanDuringTableShrink(t *testing.T) {
 	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
 	migrateAtOnce = 0
-	const now = int64(1e9)
-	e := New(1)
-	st := e.Store()
-	s := e.shards[0]
-	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
-	for i := 0; i < 4000; i++ {
-		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("k", i)), p, now)
-		require.NoError(t, err)
-	}
-	var held []string
-	for i := 0; i < 4000; i++ {
-		k := fmt.Sprint("k", i)
-		if i%16 == 0 {
-			held = append(held, k)
-		} else {
-			require.True(t, st.Delete([]byte(k), now))
-		}
-	}
-	s.mu.Lock()
-	require.True(t, s.sparseLocked())
-	s.compactInPlaceLocked()
-	s.shrinkLocked()
+	o := newOneShard()
+	s := o.s
+	held := o.shrinkSparse(t, 4000, 16)
 	require.NotNil(t, s.old)
 	require.Greater(t, len(s.old), len(s.slots), "the old table is the larger one")
-	s.mu.Unlock()
 	seen := map[string]bool{}
 	moving := 0
 	for pos, i := int64(0), 0; pos >= 0; i++ {
 		if s.old != nil {
 			moving++
 		}
-		pos = st.ScanSlots(0, pos, 5, now, func(k KeyInfo) { seen[k.Key] = true })
-		// A lookup moves four slots, an insert two.
-		_, err := st.Limit(KindFixed, []byte(held[i%len(held)]), p, now)
-		require.NoError(t, err)
-		_, err = st.Limit(KindFixed, []byte(fmt.Sprint("new", i)), p, now)
-		require.NoError(t, err)
+		pos = o.st.ScanSlots(0, pos, 5, oneShardNow, func(k KeyInfo) { seen[k.Key] = true })
+		// A lookup moves four slots, an insert more.
+		o.touch(t, held[i%len(held)])
+		o.touch(t, fmt.Sprint("new", i))
 	}
 	require.Greater(t, moving, 10, "the walk should have run while the table moved")
 	for _, k := range held {

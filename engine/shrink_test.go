@@ -131,31 +131,15 @@ func TestShrinkModel(t *testing.T) {
 // slice at a time, never the rest of it at once (which took 1 ms under
 // the shard lock for a 16x shrink).
 func TestShrinkMovesInStepsUnderInserts(t *testing.T) {
-	const now = int64(1e9)
-	e := New(1)
-	st := e.Store()
-	s := e.shards[0]
-	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
-	for i := 0; i < 120_000; i++ {
-		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("k", i)), p, now)
-		require.NoError(t, err)
-	}
-	for i := 0; i < 120_000; i++ {
-		if i%20 != 0 {
-			require.True(t, st.Delete([]byte(fmt.Sprint("k", i)), now))
-		}
-	}
-	s.mu.Lock()
-	s.compactInPlaceLocked()
-	s.shrinkLocked()
+	o := newOneShard()
+	s := o.s
+	o.shrinkSparse(t, 120_000, 20)
 	oldLen, newLen := len(s.old), len(s.slots)
-	s.mu.Unlock()
 	require.GreaterOrEqual(t, oldLen, 8*newLen)
 	most := 0
 	for i := 0; s.old != nil; i++ {
 		before := s.migrated
-		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("new", i)), p, now)
-		require.NoError(t, err)
+		o.touch(t, fmt.Sprint("new", i))
 		if s.old != nil {
 			most = max(most, s.migrated-before)
 		} else {
@@ -164,4 +148,50 @@ func TestShrinkMovesInStepsUnderInserts(t *testing.T) {
 	}
 	// An insert moves 4*len(old)/len(new) slots, its lookup four more.
 	require.LessOrEqual(t, most, 4*oldLen/newLen+4, "one insert moved %d of %d old slots", most, oldLen)
+}
+
+// oneShard is a one-shard store for the table tests, whose keys are
+// RL.FIXED keys that never expire.
+type oneShard struct {
+	st Store
+	s  *shard
+}
+
+const oneShardNow = int64(1e9)
+
+func newOneShard() oneShard {
+	e := New(1)
+	return oneShard{e.Store(), e.shards[0]}
+}
+
+// touch decides on key: an insert if it is new, a lookup and an update in
+// place if not.
+func (o oneShard) touch(t *testing.T, key string) {
+	t.Helper()
+	_, err := o.st.Limit(KindFixed, []byte(key), Params{Limit: 1 << 40, Window: 1e12, Cost: 1}, oneShardNow)
+	require.NoError(t, err)
+}
+
+// shrinkSparse fills n keys, deletes all but every keep-th, compacts the
+// region and starts the table's shrink, as the sweep does; it returns the
+// keys kept.
+func (o oneShard) shrinkSparse(t *testing.T, n, keep int) (held []string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		o.touch(t, fmt.Sprint("k", i))
+	}
+	for i := 0; i < n; i++ {
+		k := fmt.Sprint("k", i)
+		if i%keep == 0 {
+			held = append(held, k)
+		} else {
+			require.True(t, o.st.Delete([]byte(k), oneShardNow))
+		}
+	}
+	o.s.mu.Lock()
+	defer o.s.mu.Unlock()
+	require.True(t, o.s.sparseLocked())
+	o.s.compactInPlaceLocked()
+	o.s.shrinkLocked()
+	return held
 }
