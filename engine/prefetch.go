@@ -56,7 +56,7 @@ func (e *Engine) Prefetch(keys [][]byte) uint64 {
 		e.shards[si].mu.Lock()
 	}
 	sink := uint64(0)
-	if len(e.shards[held[0]].slots) >= prefetchMinSlots {
+	if s := e.shards[held[0]]; max(len(s.slots), len(s.old)) >= prefetchMinSlots { // (old: a shrink's larger table)
 		for _, h := range hs[:n] {
 			s := e.shards[(h>>32)&e.mask]
 			tag := uint64(tagOf(h))
