@@ -204,15 +204,24 @@ func FuzzScanPosition(f *testing.F) {
 		_, err := st.Limit(kind, []byte(k), Params{Limit: 100, Window: 1e9, Rate: 3, Cost: int64(1 + i%5)}, 1e9+int64(i))
 		require.NoError(f, err)
 	}
+	// And a shard in the middle of a shrink, its old table the larger.
+	saved := migrateAtOnce
+	migrateAtOnce = 0
+	o := newOneShard()
+	o.shrinkSparse(f, 4000, 16)
+	migrateAtOnce = saved
+	require.NotNil(f, o.s.old)
 	f.Fuzz(func(t *testing.T, pos int64) {
-		next := pos
-		for steps := 0; next >= 0 && steps < 1000; steps++ {
-			next = st.ScanSlots(0, next, 7, 1e9+1000, func(k KeyInfo) {
-				// A forged position may start inside a record whose bytes
-				// happen to read as one; what it yields must still be
-				// bounded memory, never a crash.
-				_ = keys[k.Key]
-			})
+		for _, st := range []Store{st, o.st} {
+			next := pos
+			for steps := 0; next >= 0 && steps < 1000; steps++ {
+				next = st.ScanSlots(0, next, 7, 1e9+1000, func(k KeyInfo) {
+					// A forged position may start inside a record whose
+					// bytes happen to read as one; what it yields must
+					// still be bounded memory, never a crash.
+					_ = keys[k.Key]
+				})
+			}
 		}
 	})
 }

@@ -166,7 +166,7 @@ func newOneShard() oneShard {
 
 // touch decides on key: an insert if it is new, a lookup and an update in
 // place if not.
-func (o oneShard) touch(t *testing.T, key string) {
+func (o oneShard) touch(t testing.TB, key string) {
 	t.Helper()
 	_, err := o.st.Limit(KindFixed, []byte(key), Params{Limit: 1 << 40, Window: 1e12, Cost: 1}, oneShardNow)
 	require.NoError(t, err)
@@ -175,7 +175,7 @@ func (o oneShard) touch(t *testing.T, key string) {
 // shrinkSparse fills n keys, deletes all but every keep-th, compacts the
 // region and starts the table's shrink, as the sweep does; it returns the
 // keys kept.
-func (o oneShard) shrinkSparse(t *testing.T, n, keep int) (held []string) {
+func (o oneShard) shrinkSparse(t testing.TB, n, keep int) (held []string) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		o.touch(t, fmt.Sprint("k", i))
