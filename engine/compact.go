@@ -80,8 +80,37 @@ func (s *shard) compactStepLocked(budget int) (done bool) {
 	s.data = s.data[:s.cw]
 	s.compacting = false
 	s.compactions++
-	releasePages(s.mem.data, s.cw, used)
+	// The emptied tail's pages go back to the OS in slices, from the
+	// sweep: madvise takes about 170 µs a MiB here, too long to hold the
+	// lock for at once.
+	if s.relFrom < s.relTo {
+		s.relFrom, s.relTo = min(s.relFrom, s.cw), max(s.relTo, used)
+	} else {
+		s.relFrom, s.relTo = s.cw, used
+	}
 	return true
+}
+
+// releaseStep is how many bytes of emptied region one sweep step gives
+// back to the OS (about 45 µs of madvise).
+const releaseStep = 256 << 10
+
+// releaseStepLocked gives back the pages of up to n bytes of the emptied
+// part of the data region, and reports whether some are left. Records
+// appended since it was emptied are never released: the part starts at
+// len(data) at the earliest.
+func (s *shard) releaseStepLocked(n int) (more bool) {
+	from, to := max(s.relFrom, len(s.data)), min(s.relTo, len(s.mem.data))
+	if from >= to {
+		s.relFrom, s.relTo = 0, 0
+		return false
+	}
+	// Slices end on page boundaries, so no page straddles two of them
+	// (releasePages gives back whole pages only).
+	end := min((from+pageSize-1)/pageSize*pageSize+n, to)
+	releasePages(s.mem.data, from, end)
+	s.relFrom = end
+	return end < to
 }
 
 // compactInPlaceLocked compacts the shard at once, leaving no garbage:

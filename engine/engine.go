@@ -88,6 +88,9 @@ type shard struct {
 	cw, cr      int
 	cLen        int // len(data) at the end of the previous step
 	compactions uint64
+	// [relFrom, relTo) of the data region is emptied and its pages are
+	// yet to go back to the OS, a slice per sweep step (releaseStepLocked).
+	relFrom, relTo int
 	// sweepAt is where the expiry sweep resumes: a record's offset,
 	// carried along when compaction moves that record.
 	sweepAt int
@@ -566,7 +569,7 @@ func (st Store) Len() int {
 // MemoryStats describes the keyspace's memory outside the Go heap (or in
 // it, for small shards): what INFO memory reports.
 type MemoryStats struct {
-	Held    int64 // bytes of data regions and key tables held
+	Held    int64 // bytes of data regions and key tables held (retired ones too)
 	Records int64 // bytes of live records
 	Garbage int64 // bytes of dead records awaiting compaction
 }
@@ -577,6 +580,9 @@ func (st Store) Memory() MemoryStats {
 	for _, s := range st.e.shards {
 		st.lock(s)
 		m.Held += int64(cap(s.data) + 8*len(s.slots) + 8*len(s.old))
+		for _, r := range s.mem.retired {
+			m.Held += int64(cap(r))
+		}
 		m.Records += int64(len(s.data) - s.garbage)
 		m.Garbage += int64(s.garbage)
 		st.unlock(s)
@@ -592,6 +598,7 @@ func (st Store) Flush() {
 		s.slots, s.count, s.data, s.garbage = nil, 0, nil, 0
 		s.old, s.migrated = nil, 0
 		s.compacting, s.sweepAt = false, 0
+		s.relFrom, s.relTo = 0, 0
 		if s.track {
 			s.pending.Add(-s.nPending)
 			s.dirty, s.deleted, s.nPending, s.flushed = s.dirty[:0], nil, 0, true

@@ -10,13 +10,13 @@ import (
 // (more while a quarter of them had expired): small steps bound how long
 // a request can wait behind the sweeper.
 const (
-	sweepChunk = 256
+	sweepChunk = 64
 	sweepMin   = 1024
 )
 
 // migrateStep is how many slots of an old table (doubling or shrinking) the
 // sweep moves over under one hold of the shard lock.
-const migrateStep = 4096
+const migrateStep = 1024
 
 // SweepStats counts what one sweep pass did.
 type SweepStats struct {
@@ -73,6 +73,7 @@ func (e *Engine) Sweep(now int64) SweepStats {
 		hold = max(hold, s.inSteps(func() bool {
 			return (s.compacting || s.wastefulLocked()) && !s.compactStepLocked(compactStep)
 		}))
+		hold = max(hold, s.inSteps(func() bool { return s.releaseStepLocked(releaseStep) }))
 		// A table left mostly empty (keys went) moves into a smaller one,
 		// and the region is cut to fit, once the compaction above has run.
 		hold = max(hold, s.inSteps(func() bool {
@@ -86,6 +87,7 @@ func (e *Engine) Sweep(now int64) SweepStats {
 		}))
 		runtime.Gosched()
 		hold = max(hold, s.inSteps(move))
+		s.freeRetired()
 		st.LongestHold = max(st.LongestHold, hold)
 		runtime.Gosched()
 	}

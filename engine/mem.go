@@ -18,13 +18,20 @@ const mapMin = 256 << 10
 // let go), so no mapping outlives its engine.
 type regions struct {
 	data, slots, oldSlots []byte
+	// retired is a table a move has emptied, freed by the sweep outside
+	// the shard lock (takeRetired): unmapping a table of a few MiB takes
+	// hundreds of microseconds.
+	retired [][]byte
 }
 
 func (r *regions) release() {
 	freeRegion(r.data)
 	freeRegion(r.slots)
 	freeRegion(r.oldSlots)
-	r.data, r.slots, r.oldSlots = nil, nil, nil
+	for _, t := range r.retired {
+		freeRegion(t)
+	}
+	r.data, r.slots, r.oldSlots, r.retired = nil, nil, nil, nil
 }
 
 // watchRegions arranges for s's regions to be unmapped once s is

@@ -195,3 +195,75 @@ func (o oneShard) shrinkSparse(t testing.TB, n, keep int) (held []string) {
 	o.s.shrinkLocked()
 	return held
 }
+
+// TestReleaseSparesAppendedRecords: a finished compaction leaves the
+// emptied tail's pages for the sweep to give back, a slice per step.
+// Records appended into that tail meanwhile are never given back (they
+// would read as zeros), and no step releases more than a slice.
+func TestReleaseSparesAppendedRecords(t *testing.T) {
+	o := newOneShard()
+	s := o.s
+	model := map[string]bool{}
+	for i := 0; i < 120_000; i++ {
+		o.touch(t, fmt.Sprint("k", i))
+	}
+	for i := 0; i < 120_000; i++ {
+		k := fmt.Sprint("k", i)
+		if i%20 == 0 {
+			model[k] = true
+		} else {
+			require.True(t, o.st.Delete([]byte(k), oneShardNow))
+		}
+	}
+	s.mu.Lock()
+	s.compactInPlaceLocked() // the tail is emptied
+	require.Less(t, s.relFrom, s.relTo, "pages left to release")
+	require.GreaterOrEqual(t, s.relTo-s.relFrom, 4*releaseStep)
+	s.mu.Unlock()
+	for i := 0; i < 20_000; i++ { // appended where the emptied tail begins
+		k := fmt.Sprint("new", i)
+		o.touch(t, k)
+		model[k] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Greater(t, len(s.data), s.relFrom, "appends reached into the emptied tail")
+	steps := 0
+	for more := true; more; steps++ {
+		from := max(s.relFrom, len(s.data))
+		more = s.releaseStepLocked(releaseStep)
+		if more {
+			require.LessOrEqual(t, s.relFrom-from, releaseStep+pageSize)
+		}
+	}
+	require.Greater(t, steps, 2)
+	checkRegion(t, s, model)
+	for k := range model {
+		off, _, ok := s.findLocked(s.hash([]byte(k)), []byte(k))
+		require.True(t, ok)
+		require.Equal(t, k, string(parseRecord(s.data, off).key))
+	}
+}
+
+// TestRetiredTablesFreedBySweep: a move that empties a mapped old table
+// (here, inserts finishing a doubling) leaves it to the sweep, which
+// unmaps it outside the shard lock; the table is counted as held until
+// then.
+func TestRetiredTablesFreedBySweep(t *testing.T) {
+	o := newOneShard()
+	s := o.s
+	for i := 0; s.mem.retired == nil; i++ {
+		require.Less(t, i, 1_000_000, "no mapped table was retired")
+		o.touch(t, fmt.Sprint("k", i))
+	}
+	retired := 0
+	for _, r := range s.mem.retired {
+		require.GreaterOrEqual(t, cap(r), mapMin)
+		retired += cap(r)
+	}
+	held := o.st.Memory().Held
+	require.GreaterOrEqual(t, held, int64(retired+cap(s.data)+8*len(s.slots)))
+	o.st.e.Sweep(oneShardNow)
+	require.Nil(t, s.mem.retired, "the sweep frees retired tables")
+	require.Equal(t, held-int64(retired), o.st.Memory().Held)
+}

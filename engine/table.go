@@ -164,10 +164,29 @@ func (s *shard) migrateLocked(n int) {
 	}
 }
 
-// dropOldLocked frees the old table once every entry has moved.
+// dropOldLocked lets go of the old table once every entry has moved: a
+// small one is freed now, a mapped one retired, for the sweep to unmap
+// outside the lock (freeRetired).
 func (s *shard) dropOldLocked() {
-	freeRegion(s.mem.oldSlots)
+	if r := s.mem.oldSlots; cap(r) >= mapMin {
+		s.mem.retired = append(s.mem.retired, r)
+	} else {
+		freeRegion(r)
+	}
 	s.old, s.mem.oldSlots, s.migrated = nil, nil, 0
+}
+
+// freeRetired unmaps the tables the shard's moves have retired. It takes
+// the shard lock only to take them: unmapping, the long part, runs with
+// the lock released, since nothing refers to a retired table.
+func (s *shard) freeRetired() {
+	s.mu.Lock()
+	retired := s.mem.retired
+	s.mem.retired = nil
+	s.mu.Unlock()
+	for _, r := range retired {
+		freeRegion(r)
+	}
 }
 
 // unplaceLocked removes the record at off (hash tag tag) from the table:
