@@ -101,7 +101,7 @@ const releaseStep = 256 << 10
 // len(data) at the earliest.
 func (s *shard) releaseStepLocked(n int) (more bool) {
 	from, to := max(s.relFrom, len(s.data)), min(s.relTo, len(s.mem.data))
-	if from >= to {
+	if from >= to || len(s.mem.data) < mapMin { // (a heap region keeps its pages)
 		s.relFrom, s.relTo = 0, 0
 		return false
 	}

@@ -280,8 +280,8 @@ func (s *shard) growLocked(c int) {
 // doubling does in the other direction (the entries move a few per access
 // and in chunks from the sweep, which yields between chunks; no record is
 // read, no key hashed), and cuts the data region down to its records
-// (mremap shrinks a mapped one in place; compaction has already returned
-// the emptied pages). A move under way is finished first, at once (the
+// (mremap shrinks a mapped one in place; the sweep's release steps have
+// already returned the emptied pages). A move under way is finished first, at once (the
 // sweep shrinks only once none is). The region must hold no garbage
 // (compacted).
 func (s *shard) shrinkLocked() {
@@ -289,7 +289,7 @@ func (s *shard) shrinkLocked() {
 		s.migrateLocked(len(s.old))
 	}
 	if s.count == 0 {
-		freeRegion(s.mem.slots)
+		s.retireLocked(s.mem.slots)
 		s.setSlots(0)
 	} else {
 		s.old, s.mem.oldSlots, s.migrated = s.slots, s.mem.slots, 0

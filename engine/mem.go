@@ -18,9 +18,9 @@ const mapMin = 256 << 10
 // let go), so no mapping outlives its engine.
 type regions struct {
 	data, slots, oldSlots []byte
-	// retired is a table a move has emptied, freed by the sweep outside
-	// the shard lock (takeRetired): unmapping a table of a few MiB takes
-	// hundreds of microseconds.
+	// retired are tables that moves have emptied, freed by the sweep
+	// outside the shard lock (freeRetired): unmapping a table of a few
+	// MiB takes hundreds of microseconds.
 	retired [][]byte
 }
 

@@ -267,3 +267,28 @@ func TestRetiredTablesFreedBySweep(t *testing.T) {
 	require.Nil(t, s.mem.retired, "the sweep frees retired tables")
 	require.Equal(t, held-int64(retired), o.st.Memory().Held)
 }
+
+// TestShrinkToEmptyRetiresTheTable: a shard whose keys all went gives its
+// mapped table to the sweep to unmap outside the lock, as a move does.
+func TestShrinkToEmptyRetiresTheTable(t *testing.T) {
+	o := newOneShard()
+	s := o.s
+	for i := 0; i < 40_000; i++ {
+		o.touch(t, fmt.Sprint("k", i))
+	}
+	for i := 0; i < 40_000; i++ {
+		require.True(t, o.st.Delete([]byte(fmt.Sprint("k", i)), oneShardNow))
+	}
+	o.st.e.FreeRetired()
+	s.mu.Lock()
+	table := cap(s.mem.slots)
+	require.GreaterOrEqual(t, table, mapMin)
+	s.compactInPlaceLocked()
+	s.shrinkLocked()
+	require.Nil(t, s.slots)
+	require.Len(t, s.mem.retired, 1)
+	require.Equal(t, table, cap(s.mem.retired[0]))
+	s.mu.Unlock()
+	o.st.e.FreeRetired()
+	require.Nil(t, s.mem.retired)
+}

@@ -168,12 +168,27 @@ func (s *shard) migrateLocked(n int) {
 // small one is freed now, a mapped one retired, for the sweep to unmap
 // outside the lock (freeRetired).
 func (s *shard) dropOldLocked() {
-	if r := s.mem.oldSlots; cap(r) >= mapMin {
+	s.retireLocked(s.mem.oldSlots)
+	s.old, s.mem.oldSlots, s.migrated = nil, nil, 0
+}
+
+// retireLocked lets go of a table no longer referred to: a small one is
+// freed now, a mapped one left for freeRetired.
+func (s *shard) retireLocked(r []byte) {
+	if cap(r) >= mapMin {
 		s.mem.retired = append(s.mem.retired, r)
 	} else {
 		freeRegion(r)
 	}
-	s.old, s.mem.oldSlots, s.migrated = nil, nil, 0
+}
+
+// FreeRetired unmaps the tables that moves have emptied, in every shard,
+// outside the shard locks. The sweep does it every pass; a load, which
+// runs before the sweep starts, calls it as it goes.
+func (e *Engine) FreeRetired() {
+	for _, s := range e.shards {
+		s.freeRetired()
+	}
 }
 
 // freeRetired unmaps the tables the shard's moves have retired. It takes

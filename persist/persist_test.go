@@ -255,3 +255,27 @@ func TestExpiredKeysLeaveTheStore(t *testing.T) {
 	require.NoError(t, err)
 	closer.Close()
 }
+
+// TestLoadFreesRetiredTables: a load grows the key tables by doubling, with
+// no sweep running yet to unmap the tables the moves empty; the load frees
+// them itself, so none is left held when it returns.
+func TestLoadFreesRetiredTables(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	src := engine.New(1)
+	for i := 0; i < 200_000; i++ {
+		_, err := src.Store().Limit(engine.KindFixed, []byte(fmt.Sprint("key:", i)), engine.Params{Limit: 10, Window: 1e15, Cost: 1}, t0)
+		require.NoError(t, err)
+	}
+	b := st.NewBatch()
+	src.Dump(t0, func(r engine.Record) { require.NoError(t, b.Put(r)) })
+	require.NoError(t, st.Commit(b, t0, 200_000))
+	e := engine.New(1)
+	held, _, err := LoadEngine(st, e, t0, nil)
+	require.NoError(t, err)
+	require.Equal(t, 200_000, held)
+	before := e.Store().Memory().Held
+	e.FreeRetired()
+	require.Equal(t, before, e.Store().Memory().Held, "retired tables left held after the load")
+	require.NoError(t, st.Close())
+}

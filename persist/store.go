@@ -209,6 +209,9 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 		} else {
 			expired++
 		}
+		if (held+expired)%65536 == 0 {
+			e.FreeRetired() // the sweep, which frees them, starts after the load
+		}
 		if n := held + expired; n%4096 == 0 && log != nil && time.Now().After(next) {
 			next = time.Now().Add(progressEvery)
 			el := time.Since(start)
@@ -220,6 +223,7 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 			log.Info("loading", "keys", n, "of_about", total, "keys_per_sec", int(rate), "time_left", left)
 		}
 	})
+	e.FreeRetired()
 	return held, expired, err
 }
 
