@@ -307,57 +307,6 @@ func TestRealExtremes(t *testing.T) {
 	})
 }
 
-// TestRealConcurrent: goroutines reading a real clock whose wall clock keeps
-// stepping an hour either way each see non-decreasing values (run with
-// -race).
-func TestRealConcurrent(t *testing.T) {
-	var step atomic.Int64
-	clocks := map[string]*Real{
-		"default":  NewRealWith(RealOptions{}),
-		"NewReal":  NewReal(t0),
-		"stepping": NewRealWith(RealOptions{Wall: func() int64 { return time.Now().UnixNano() + step.Load() }}),
-	}
-	for name, c := range clocks {
-		t.Run(name, func(t *testing.T) {
-			stop := make(chan struct{})
-			var stepper sync.WaitGroup
-			stepper.Go(func() {
-				for i := int64(0); ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					step.Store((i%3 - 1) * hr)
-					_ = c.Offset()
-				}
-			})
-			var wg sync.WaitGroup
-			bad := make(chan string, 8)
-			for g := 0; g < 8; g++ {
-				wg.Go(func() {
-					prev := c.Now()
-					for i := 0; i < 20000; i++ {
-						n := c.Now()
-						if n < prev {
-							bad <- "went back"
-							return
-						}
-						prev = n
-					}
-				})
-			}
-			wg.Wait()
-			close(stop)
-			stepper.Wait()
-			close(bad)
-			for msg := range bad {
-				t.Fatal(msg)
-			}
-		})
-	}
-}
-
 // TestNewReal: NewReal(start) starts at start and advances with the
 // process's monotonic clock, with no offset to its own wall clock.
 func TestNewReal(t *testing.T) {
@@ -491,83 +440,99 @@ func TestRealNowAt(t *testing.T) {
 	require.Equal(t, int64(t0), m.NowAt(Mono()))
 }
 
-// TestRealCausal: with readers on many goroutines, a reading never returns
-// less than one that had returned before it began (NowAt: before its m was
-// taken), whether it takes the fast path or the mutex, while the wall
-// clock keeps stepping either way and the clock keeps switching between
-// following it (fast path open) and slewing toward it (closed). The wall
-// cache expires every 2 µs, so the path closes and reopens constantly,
-// and the clock may slew at 100%, so a locked reading that ignored what
-// the fast path gave would stand below it.
-// Run with -race.
-func TestRealCausal(t *testing.T) {
-	var step atomic.Int64
-	c := newReal(Mono, func() (int64, int64) {
+// TestRealConcurrent: with readers on many goroutines, a reading never
+// returns less than one that had returned before it began (NowAt: before
+// its m was taken), while another goroutine keeps stepping the wall clock
+// either way and reading Offset (run with -race). The clocks:
+//   - default, NewReal: the production clocks;
+//   - stepping: a custom Wall stepping an hour either way, read at every
+//     reading, so every reading takes the lock;
+//   - fast path: the wall clock cached for 2 µs and stepped by a few µs,
+//     so the clock keeps switching between following it (the lock-free
+//     path open) and slewing toward it (closed), at 100%, so a locked
+//     reading that ignored what the lock-free path gave would stand below
+//     it.
+func TestRealConcurrent(t *testing.T) {
+	var step, fastStep atomic.Int64 // (fast starts on the wall clock, whatever the others left)
+	fast := newReal(Mono, func() (int64, int64) {
 		now := time.Now()
-		return now.UnixNano() + step.Load(), int64(now.Sub(monoOrigin))
-	}, 2000, 0, maxSlewPPM) // at 100% a slewing clock may stand still: any overlap shows
-	c.procMono = true
-	var done atomic.Int64 // the largest reading returned so far
-	record := func(v int64) {
-		for {
-			d := done.Load()
-			if v <= d || done.CompareAndSwap(d, v) {
-				return
-			}
-		}
+		return now.UnixNano() + fastStep.Load(), int64(now.Sub(monoOrigin))
+	}, 2000, 0, maxSlewPPM)
+	fast.procMono = true
+	bigSteps := func(c *Real, i int64) {
+		step.Store((i%3 - 1) * hr)
+		_ = c.Offset()
 	}
-	stop := make(chan struct{})
-	var stepper sync.WaitGroup
-	stepper.Go(func() {
-		for i := int64(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			// Mostly small steps, absorbed in microseconds, so the clock
-			// meets the wall clock and the fast path reopens often.
-			step.Store((i%5 - 2) * 3000)
+	for _, tc := range []struct {
+		name  string
+		c     *Real
+		stepr func(c *Real, i int64)
+	}{
+		{"default", NewRealWith(RealOptions{}), bigSteps},
+		{"NewReal", NewReal(t0), bigSteps},
+		{"stepping", NewRealWith(RealOptions{Wall: func() int64 { return time.Now().UnixNano() + step.Load() }}), bigSteps},
+		{"fast path", fast, func(c *Real, i int64) {
+			// Steps absorbed in microseconds: the path reopens often.
+			fastStep.Store((i%5 - 2) * 3000)
 			if i%64 == 0 {
 				_ = c.Offset()
 			}
 			runtime.Gosched()
-		}
-	})
-	var wg sync.WaitGroup
-	var fastHits atomic.Int64
-	bad := make(chan string, 8)
-	for g := 0; g < 8; g++ {
-		wg.Go(func() {
-			for i := 0; i < 30000; i++ {
-				var v, floor int64
-				if i%2 == 0 {
-					floor = done.Load()
-					v = c.Now()
-				} else {
-					floor = done.Load()
-					m := Mono()
-					if _, ok := c.fast(m); ok {
-						fastHits.Add(1)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.c
+			stop := make(chan struct{})
+			var stepper sync.WaitGroup
+			stepper.Go(func() {
+				for i := int64(0); ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
 					}
-					v = c.NowAt(m)
+					tc.stepr(c, i)
 				}
-				if v < floor {
-					bad <- fmt.Sprintf("reading %d below %d, returned before it began", v, floor)
-					return
-				}
-				record(v)
+			})
+			var done atomic.Int64 // the largest reading returned so far
+			var wg sync.WaitGroup
+			var fastHits atomic.Int64
+			bad := make(chan string, 8)
+			for g := 0; g < 8; g++ {
+				wg.Go(func() {
+					for i := 0; i < 20000; i++ {
+						floor := done.Load()
+						var v int64
+						if i%2 == 0 {
+							v = c.Now()
+						} else {
+							m := Mono()
+							if _, ok := c.fast(m); ok {
+								fastHits.Add(1)
+							}
+							v = c.NowAt(m)
+						}
+						if v < floor {
+							bad <- fmt.Sprintf("reading %d below %d, returned before it began", v, floor)
+							return
+						}
+						for d := done.Load(); v > d && !done.CompareAndSwap(d, v); d = done.Load() {
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(stop)
+			stepper.Wait()
+			close(bad)
+			for msg := range bad {
+				t.Fatal(msg)
+			}
+			if c == fast {
+				require.Positive(t, fastHits.Load(), "the fast path was never open")
 			}
 		})
 	}
-	wg.Wait()
-	close(stop)
-	stepper.Wait()
-	close(bad)
-	for msg := range bad {
-		t.Fatal(msg)
-	}
-	require.Positive(t, fastHits.Load(), "the fast path was never open")
 }
 
 // TestRealFastPathMatchesTheLock: readings through the fast path are the
