@@ -6,9 +6,9 @@ import (
 )
 
 // sweepChunk is how many records one sweep step examines under a shard
-// lock, and sweepMin how many a pass examines in each shard at least
-// (more while a quarter of them had expired): small steps bound how long
-// a request can wait behind the sweeper.
+// lock, and sweepMin how many live ones a pass examines in each shard at
+// least (more while a quarter of them had expired): small steps bound how
+// long a request can wait behind the sweeper.
 const (
 	sweepChunk = 64
 	sweepMin   = 1024
@@ -28,7 +28,7 @@ type SweepStats struct {
 
 // Sweep drops expired keys, Redis style: per shard it examines chunks of
 // records from where it last stopped, and goes on past sweepMin records
-// only while more than a quarter of a chunk had expired, so an idle
+// only while more than a quarter of a chunk's live records had expired, so an idle
 // keyspace costs little and a mass expiry is reclaimed quickly. It
 // finishes moving a table that is doubling and compacts a shard an eighth
 // garbage, in steps, then moves a table left mostly empty into a smaller
@@ -39,28 +39,37 @@ type SweepStats struct {
 func (e *Engine) Sweep(now int64) SweepStats {
 	var st SweepStats
 	for _, s := range e.shards {
-		scanned := 0
+		scanned, keys := 0, -1 // live records seen this pass; keys when it began
 		hold := s.inSteps(func() bool {
+			if keys < 0 {
+				keys = s.count
+			}
 			size := len(s.data)
 			off := s.sweepAt
 			if off >= size {
 				off = 0
 			}
-			examined, expired := 0, 0
+			examined, live, expired := 0, 0, 0
 			s.decisionTimeLocked(now) // see lookupLocked
 			for ; off < size && examined < sweepChunk; examined++ {
 				p := parseRecord(s.data, off)
-				if p.hdr&hdrDead == 0 && !p.e.alive(now) {
-					s.removeLocked(off, tagOf(s.hash(p.key)))
-					expired++
+				if p.hdr&hdrDead == 0 {
+					live++
+					if !p.e.alive(now) {
+						s.removeLocked(off, tagOf(s.hash(p.key)))
+						expired++
+					}
 				}
 				off = p.end
 			}
 			s.sweepAt = off
 			st.Examined += examined
 			st.Expired += expired
-			scanned += examined
-			return off < size && scanned < s.count+examined && (scanned < sweepMin || expired*4 > examined)
+			scanned += live
+			// Live records decide: dead ones (garbage awaiting compaction)
+			// say nothing about expiry, and a chunk of nothing but garbage
+			// is passed over. A pass sees each key at most once.
+			return off < size && scanned < keys && (scanned < sweepMin || live == 0 || expired*4 > live)
 		})
 		// A table moving in steps (doubling, or shrinking): move the rest.
 		move := func() bool {

@@ -292,3 +292,29 @@ func TestShrinkToEmptyRetiresTheTable(t *testing.T) {
 	o.st.e.FreeRetired()
 	require.Nil(t, s.mem.retired)
 }
+
+// TestSweepJudgesExpiryByLiveRecords: a pass goes on past sweepMin records
+// while more than a quarter of a chunk's live records expired, however
+// much garbage (records of removed keys, awaiting compaction) lies between
+// them: here three dead records for every expired key, and one pass
+// reclaims every expired key.
+func TestSweepJudgesExpiryByLiveRecords(t *testing.T) {
+	o := newOneShard()
+	s := o.s
+	const n = 20_000
+	short := Params{Limit: 10, Window: 1e9, Cost: 1}
+	for i := 0; i < n; i++ {
+		_, err := o.st.Limit(KindFixed, []byte(fmt.Sprint("k", i)), short, oneShardNow)
+		require.NoError(t, err)
+	}
+	for i := 0; i < n; i++ {
+		if i%4 != 0 {
+			require.True(t, o.st.Delete([]byte(fmt.Sprint("k", i)), oneShardNow))
+		}
+	}
+	require.Equal(t, n/4, s.count)
+	require.Greater(t, s.garbage, 0)
+	st := o.st.e.Sweep(oneShardNow + 2e9) // every key left has expired
+	require.Equal(t, n/4, st.Expired, "one pass reclaims them all")
+	require.Zero(t, s.count)
+}
