@@ -26,6 +26,15 @@ func (discard) Map(int)           {}
 func (discard) Set(int)           {}
 func (discard) Verbatim(string)   {}
 
+// argv is a command's arguments as Exec takes them.
+func argv(args ...string) [][]byte {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	return b
+}
+
 // BenchmarkDispatch runs commands through Server.Exec: lookup, arity,
 // auth and key checks, the clock read, the handler and the engine.
 func BenchmarkDispatch(b *testing.B) {
@@ -42,11 +51,8 @@ func BenchmarkDispatch(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			s := NewServer(Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewReal(1_700_000_000_000_000_000), nil, nil)
 			c, _ := s.NewClient("bench", "bench", nil)
-			args := make([][]byte, len(tc.args))
-			for i, a := range tc.args {
-				args[i] = []byte(a)
-			}
-			s.Exec(c, [][]byte{[]byte("CL.THROTTLE"), []byte("user:123"), []byte("15"), []byte("30"), []byte("60")}, discard{})
+			args := argv(tc.args...)
+			s.Exec(c, argv("CL.THROTTLE", "user:123", "15", "30", "60"), discard{})
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -71,10 +77,7 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		{"RL.BUCKET", "b", "100", "100", "60s"},
 		{"RL.LOG", "l", "1000000", "60s"},
 	} {
-		args := make([][]byte, len(cmd))
-		for i, a := range cmd {
-			args[i] = []byte(a)
-		}
+		args := argv(cmd...)
 		s.Exec(c, args, discard{})
 		if n := testing.AllocsPerRun(1000, func() { s.Exec(c, args, discard{}) }); n != 0 {
 			t.Errorf("%v: %v allocations per command, want 0", cmd, n)
@@ -102,10 +105,7 @@ func BenchmarkDispatchParallel(b *testing.B) {
 				c, _ := s.NewClient("bench", "bench", nil)
 				i := int(next.Add(1)) - 1
 				c.SetStripe(i) // as event loop i would
-				args := make([][]byte, len(tc.args))
-				for i, a := range tc.args {
-					args[i] = []byte(a)
-				}
+				args := argv(tc.args...)
 				if len(args) > 1 { // a key of its own: no shard lock shared
 					args[1] = fmt.Appendf(args[1], "%d", i)
 				}

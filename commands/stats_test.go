@@ -14,7 +14,7 @@ import (
 // clears every cell.
 func TestCountersAddUpOverCells(t *testing.T) {
 	s := NewServer(Config{Shards: 4, MaxClients: 100}, engine.New(4), clock.NewManual(1_700_000_000_000_000_000), nil, nil)
-	ping := [][]byte{[]byte("PING")}
+	ping := argv("PING")
 	want := 0
 	for loop := 0; loop < stripes+3; loop++ {
 		c, err := s.NewClient("t", "t", nil)
@@ -31,7 +31,7 @@ func TestCountersAddUpOverCells(t *testing.T) {
 	n := s.table["ping"].stats.totals()
 	require.Equal(t, []int64{int64(want), 0, 0}, []int64{n[nCalls], n[nRejected], n[nFailed]})
 	c, _ := s.NewClient("t", "t", nil)
-	s.Exec(c, [][]byte{[]byte("CONFIG"), []byte("RESETSTAT")}, discard{})
+	s.Exec(c, argv("CONFIG", "RESETSTAT"), discard{})
 	d = s.dispatch.totals()
 	require.Equal(t, []int64{0, 0, 0}, []int64{d[nCommands], d[nNetIn], d[nNetOut]})
 	require.Zero(t, s.table["ping"].stats.totals()[nCalls])

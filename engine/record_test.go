@@ -311,15 +311,9 @@ func TestScanDuringTableMove(t *testing.T) {
 		o.touch(t, fmt.Sprint("k", held))
 		held++
 	}
-	seen := map[string]bool{}
-	moving := 0
-	for pos, extra := int64(0), 0; pos >= 0; extra++ {
-		if s.old != nil {
-			moving++
-		}
-		pos = o.st.ScanSlots(0, pos, 20, oneShardNow, func(k KeyInfo) { seen[k.Key] = true })
-		o.touch(t, fmt.Sprint("new", extra)) // moves two more slots
-	}
+	seen, moving := o.walkWhileMoving(20, func(i int) {
+		o.touch(t, fmt.Sprint("new", i)) // moves two more slots
+	})
 	require.Greater(t, moving, 10, "the walk should have run while the table moved")
 	for i := 0; i < held; i++ {
 		require.True(t, seen[fmt.Sprint("k", i)], "k%d not seen", i)
@@ -338,17 +332,11 @@ func TestScanDuringTableShrink(t *testing.T) {
 	held := o.shrinkSparse(t, 4000, 16)
 	require.NotNil(t, s.old)
 	require.Greater(t, len(s.old), len(s.slots), "the old table is the larger one")
-	seen := map[string]bool{}
-	moving := 0
-	for pos, i := int64(0), 0; pos >= 0; i++ {
-		if s.old != nil {
-			moving++
-		}
-		pos = o.st.ScanSlots(0, pos, 5, oneShardNow, func(k KeyInfo) { seen[k.Key] = true })
+	seen, moving := o.walkWhileMoving(5, func(i int) {
 		// A lookup moves four slots, an insert more.
 		o.touch(t, held[i%len(held)])
 		o.touch(t, fmt.Sprint("new", i))
-	}
+	})
 	require.Greater(t, moving, 10, "the walk should have run while the table moved")
 	for _, k := range held {
 		require.True(t, seen[k], "%s not seen", k)

@@ -172,6 +172,22 @@ func (o oneShard) touch(t testing.TB, key string) {
 	require.NoError(t, err)
 }
 
+// walkWhileMoving walks the shard with SCAN, count keys a call, running
+// between(i) after the i-th call (decisions that move the table on under
+// the walk). It returns the keys the walk returned, and how many of its
+// calls ran while the table was moving.
+func (o oneShard) walkWhileMoving(count int, between func(i int)) (seen map[string]bool, moving int) {
+	seen = map[string]bool{}
+	for pos, i := int64(0), 0; pos >= 0; i++ {
+		if o.s.old != nil {
+			moving++
+		}
+		pos = o.st.ScanSlots(0, pos, count, oneShardNow, func(k KeyInfo) { seen[k.Key] = true })
+		between(i)
+	}
+	return seen, moving
+}
+
 // shrinkSparse fills n keys, deletes all but every keep-th, compacts the
 // region and starts the table's shrink, as the sweep does; it returns the
 // keys kept.

@@ -2,10 +2,8 @@ package server_test
 
 import (
 	"fmt"
-	"regexp"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,25 +13,12 @@ import (
 
 // memoryUsed is the Go heap after a collection plus the keyspace regions
 // INFO memory reports (they live outside the heap).
-func memoryUsed(c *rltest.Conn) uint64 {
+func memoryUsed(t *testing.T, c *rltest.Conn) uint64 {
+	t.Helper()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	info, err := strconv.Unquote(c.Do("INFO", "memory"))
-	if err != nil {
-		panic(err)
-	}
-	i := strings.Index(info, "keyspace_bytes:")
-	if i < 0 {
-		panic("INFO memory has no keyspace_bytes: " + info)
-	}
-	v := info[i+len("keyspace_bytes:"):]
-	v = v[:strings.IndexAny(v, "\r\n")]
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		panic(err)
-	}
-	return m.HeapAlloc + n
+	return m.HeapAlloc + uint64(infoField(t, c, "memory", "keyspace_bytes"))
 }
 
 // TestExpiryReturnsMemory fills 1M CL.THROTTLE keys that live 1 s, moves
@@ -43,7 +28,7 @@ func TestExpiryReturnsMemory(t *testing.T) {
 	const keys = 1_000_000
 	s := rltest.Start(t)
 	c := rltest.Dial(t, s.Addr.String())
-	base := memoryUsed(c)
+	base := memoryUsed(t, c)
 
 	// Pipeline the fill in batches; a writer goroutine keeps the socket busy.
 	const batch = 10_000
@@ -62,7 +47,7 @@ func TestExpiryReturnsMemory(t *testing.T) {
 		}
 	}
 	require.Equal(t, strconv.Itoa(keys), c.Do("DBSIZE"))
-	full := memoryUsed(c)
+	full := memoryUsed(t, c)
 	perKey := float64(full-base) / keys
 	t.Logf("memory: base %d MB, with %d keys %d MB (%.0f B/key)", base>>20, keys, full>>20, perKey)
 	require.Greater(t, full, base+keys*32, "1M keys should occupy memory")
@@ -73,16 +58,14 @@ func TestExpiryReturnsMemory(t *testing.T) {
 		return n == "0", "DBSIZE " + n
 	})
 	waitFor(t, 15*time.Second, "memory to shrink", func() (bool, string) {
-		h := memoryUsed(c)
+		h := memoryUsed(t, c)
 		return h < base+(full-base)/10, fmt.Sprintf("memory %d MB (base %d MB, full %d MB)", h>>20, base>>20, full>>20)
 	})
-	stats := c.Do("INFO", "stats")
+	stats := infoText(t, c, "stats")
 	require.Contains(t, stats, "expired_keys:1000000")
 	// The sweep held shard locks to drop them, in short steps: the
 	// longest hold is reported, and far below a whole shard's work.
-	m := regexp.MustCompile(`expire_longest_hold_us:(\d+)`).FindStringSubmatch(stats)
-	require.NotNil(t, m, stats)
-	hold, _ := strconv.Atoi(m[1])
+	hold := infoValue(t, stats, "expire_longest_hold_us")
 	require.Positive(t, hold)
 	t.Logf("longest hold of a shard lock by the sweep: %d µs", hold)
 }

@@ -14,11 +14,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// infoField reads an integer field of an INFO section.
-func infoField(t *testing.T, c *rltest.Conn, section, field string) int64 {
+// infoText is an INFO section's text (a bulk reply, which rltest renders
+// quoted).
+func infoText(t *testing.T, c *rltest.Conn, section string) string {
 	t.Helper()
-	txt, err := strconv.Unquote(c.Do("INFO", section)) // a bulk reply renders quoted
+	txt, err := strconv.Unquote(c.Do("INFO", section))
 	require.NoError(t, err)
+	return txt
+}
+
+// infoValue is the integer field of an INFO text.
+func infoValue(t *testing.T, txt, field string) int64 {
+	t.Helper()
 	m := regexp.MustCompile(`(?m)^` + field + `:(\d+)\r$`).FindStringSubmatch(txt)
 	require.NotNil(t, m, txt)
 	n, err := strconv.ParseInt(m[1], 10, 64)
@@ -26,17 +33,10 @@ func infoField(t *testing.T, c *rltest.Conn, section, field string) int64 {
 	return n
 }
 
-// pollUntil polls cond every few milliseconds until it holds, failing the
-// test after 10 s with what state reports.
-func pollUntil(t *testing.T, what string, cond func() bool, state func() string) {
+// infoField reads an integer field of an INFO section.
+func infoField(t *testing.T, c *rltest.Conn, section, field string) int64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s", what, state())
-		}
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
-	}
+	return infoValue(t, infoText(t, c, section), field)
 }
 
 // TestMemoryLimitCoversTheKeyspace: with a memory limit, the Go runtime's
@@ -57,7 +57,7 @@ func TestMemoryLimitCoversTheKeyspace(t *testing.T) {
 	c := rltest.Dial(t, s.Addr.String())
 	goLimit := func() int64 { return debug.SetMemoryLimit(-1) }
 	state := func() string { return fmt.Sprintf("the Go runtime's limit is %d", goLimit()) }
-	pollUntil(t, "memory_limit", func() bool { return infoField(t, c, "memory", "memory_limit") == limit }, state)
+	waitFor(t, 10*time.Second, "memory_limit", func() (bool, string) { return infoField(t, c, "memory", "memory_limit") == limit, state() })
 
 	// 120,000 keys with 300-byte names, about 40 MB in 8 shards' mapped
 	// regions.
@@ -77,14 +77,14 @@ func TestMemoryLimitCoversTheKeyspace(t *testing.T) {
 	}
 	records := infoField(t, c, "memory", "keyspace_records_bytes")
 	require.Greater(t, records, int64(keys*300))
-	pollUntil(t, "full", func() bool { return goLimit() <= limit-records }, state)
+	waitFor(t, 10*time.Second, "full", func() (bool, string) { return goLimit() <= limit-records, state() })
 	// INFO shows the runtime's current limit (it moves with every page of
 	// RSS, so only its bound is checked).
-	pollUntil(t, "INFO full", func() bool { return infoField(t, c, "memory", "go_memory_limit") <= limit-records }, state)
+	waitFor(t, 10*time.Second, "INFO full", func() (bool, string) { return infoField(t, c, "memory", "go_memory_limit") <= limit-records, state() })
 	full := goLimit()
 
 	require.Equal(t, "+OK", c.Do("FLUSHALL"))
-	pollUntil(t, "flushed", func() bool { return goLimit() >= full+records/2 }, state)
+	waitFor(t, 10*time.Second, "flushed", func() (bool, string) { return goLimit() >= full+records/2, state() })
 
 	require.NoError(t, s.Close(t.Context()))
 	require.Equal(t, before, goLimit(), "restored when the server stops")
@@ -102,11 +102,11 @@ func TestMemoryLimitSharedByServers(t *testing.T) {
 	a := rltest.Start(t, fast)
 	goLimit := func() int64 { return debug.SetMemoryLimit(-1) }
 	state := func() string { return fmt.Sprintf("the Go runtime's limit is %d", goLimit()) }
-	pollUntil(t, "first server", func() bool { return goLimit() < limit }, state)
+	waitFor(t, 10*time.Second, "first server", func() (bool, string) { return goLimit() < limit, state() })
 	b := rltest.Start(t, fast)
 	ca, cb := rltest.Dial(t, a.Addr.String()), rltest.Dial(t, b.Addr.String())
 	for _, c := range []*rltest.Conn{ca, cb} {
-		pollUntil(t, "memory_limit", func() bool { return infoField(t, c, "memory", "memory_limit") == limit }, state)
+		waitFor(t, 10*time.Second, "memory_limit", func() (bool, string) { return infoField(t, c, "memory", "memory_limit") == limit, state() })
 	}
 	// Both set limit less the process's outside memory: never far below
 	// what one server alone set (a compounding second server would take
