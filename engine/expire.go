@@ -27,9 +27,10 @@ type SweepStats struct {
 }
 
 // Sweep drops expired keys, Redis style: per shard it examines chunks of
-// records from where it last stopped, and goes on past sweepMin records
-// only while more than a quarter of a chunk's live records had expired, so an idle
-// keyspace costs little and a mass expiry is reclaimed quickly. It
+// records from where it last stopped, and goes on past sweepMin live
+// records only while more than a quarter of a chunk's live records had
+// expired, so an idle keyspace costs little and a mass expiry is reclaimed
+// quickly. It
 // finishes moving a table that is doubling and compacts a shard an eighth
 // garbage, in steps, then moves a table left mostly empty into a smaller
 // one, in steps too. It yields the processor between steps: on one P
@@ -39,8 +40,10 @@ type SweepStats struct {
 func (e *Engine) Sweep(now int64) SweepStats {
 	var st SweepStats
 	for _, s := range e.shards {
+		var hold time.Duration // the pass's longest step in this shard
+		steps := func(step func() (more bool)) { hold = max(hold, s.inSteps(step)) }
 		scanned, keys := 0, -1 // live records seen this pass; keys when it began
-		hold := s.inSteps(func() bool {
+		steps(func() bool {
 			if keys < 0 {
 				keys = s.count
 			}
@@ -78,14 +81,14 @@ func (e *Engine) Sweep(now int64) SweepStats {
 			}
 			return s.old != nil
 		}
-		hold = max(hold, s.inSteps(move))
-		hold = max(hold, s.inSteps(func() bool {
+		steps(move)
+		steps(func() bool {
 			return (s.compacting || s.wastefulLocked()) && !s.compactStepLocked(compactStep)
-		}))
-		hold = max(hold, s.inSteps(func() bool { return s.releaseStepLocked(releaseStep) }))
+		})
+		steps(func() bool { return s.releaseStepLocked(releaseStep) })
 		// A table left mostly empty (keys went) moves into a smaller one,
 		// and the region is cut to fit, once the compaction above has run.
-		hold = max(hold, s.inSteps(func() bool {
+		steps(func() bool {
 			if s.sparseLocked() && !s.compacting && s.old == nil {
 				if s.garbage > 0 {
 					s.compactInPlaceLocked() // records that died since: little
@@ -93,9 +96,9 @@ func (e *Engine) Sweep(now int64) SweepStats {
 				s.shrinkLocked()
 			}
 			return false
-		}))
+		})
 		runtime.Gosched()
-		hold = max(hold, s.inSteps(move))
+		steps(move)
 		s.freeRetired()
 		st.LongestHold = max(st.LongestHold, hold)
 		runtime.Gosched()
