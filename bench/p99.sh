@@ -80,15 +80,15 @@ def median_ci(xs):
         if cdf > 0.025:
             break
         k = i + 1
-    return (xs[k - 1], xs[n - k]) if k >= 1 else (float("nan"), float("nan"))
+    return f"[{xs[k - 1]:.2f}, {xs[n - k]:.2f}]" if k >= 1 else "[too few pairs for 95%]"
 print("| c=50 P=1, paired with a Redis PING run | ops/s | p50 ms | p99 ms | Redis PING p99 ms | p99 ratio to Redis PING: median [95% interval] | pairs at or under |")
 print("|---|---|---|---|---|---|---|")
 for name, v in rows.items():
     ratios = [x[3] / x[0] for x in v]
     under = sum(1 for x in v if x[3] <= x[0])
-    lo, hi = median_ci(ratios)
+    ci = median_ci(ratios)
     print(f"| {name} | {med(x[1] for x in v):,.0f} | {med(x[2] for x in v):.2f} | {med(x[3] for x in v):.2f} | "
-          f"{med(x[0] for x in v):.2f} | {med(ratios):.2f} [{lo:.2f}, {hi:.2f}] | {under}/{len(v)} |")
+          f"{med(x[0] for x in v):.2f} | {med(ratios):.2f} {ci} | {under}/{len(v)} |")
 print()
 print("each pair, Redis PING p99 / rlserver p99 (ms):")
 for name, v in rows.items():
