@@ -20,13 +20,13 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 	migrateAtOnce = 0 // every doubling moves in steps: records dirty in either table
 	const now = int64(1e9)
 	e := New(1)
-	e.TrackChanges()
+	f := e.NewFeed()
 	st := e.Store()
 	s := e.shards[0]
 	p := Params{Limit: 1 << 40, Window: 1e12}
 	counts := map[string]int64{} // the keys held and their counts
 	written, deleted := map[string]bool{}, map[string]bool{}
-	deletions := 0 // PendingChanges counts each deletion, and each key written once
+	deletions := 0 // Pending counts each deletion, and each key written once
 	movingChanges := 0
 	steps := 0
 	for op := 0; op < 20000; op++ {
@@ -57,9 +57,9 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 			if s.old != nil {
 				movingChanges++
 			}
-			require.Equal(t, len(written)+deletions, e.PendingChanges(), "op %d", op)
+			require.Equal(t, len(written)+deletions, f.Pending(), "op %d", op)
 			gotW, gotD := map[string]int64{}, map[string]bool{}
-			e.Changes(func(rec Record) {
+			f.Next(func(rec Record) {
 				if rec.Kind == KindNone {
 					gotD[rec.Key] = true
 				} else {
@@ -73,7 +73,7 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 			for k := range deleted {
 				require.True(t, gotD[k], "op %d: deletion of %s not reported", op, k)
 			}
-			require.Zero(t, e.PendingChanges())
+			require.Zero(t, f.Pending())
 			written, deleted, deletions = map[string]bool{}, map[string]bool{}, 0
 		}
 	}

@@ -67,20 +67,12 @@ type shard struct {
 	testHash func([]byte) uint64
 	buf      []byte // scratch: a record being encoded
 	logBuf   []byte // scratch: an RL.LOG's new runs
-	// Change tracking for snapshots (only when track is set): the hash
-	// tags of records marked dirty and the keys deleted since the last
-	// Changes call, whether the shard was flushed meanwhile, and how many
-	// changes this shard added to the engine's pending count. A tag, not
-	// an offset, names a dirty record: records move (compaction, a
-	// rewrite that outgrows its slack) but stay in their tag's probe run.
-	track    bool
-	quiet    bool          // applying a Restore: what it writes or removes is not a change of ours
-	pending  *atomic.Int64 // the engine's count of pending changes over all shards
-	large    *atomic.Bool  // the engine's flag for Prefetch (nil in a bare shard)
-	dirty    []uint32
-	deleted  []string
-	nPending int64
-	flushed  bool
+	// Change tracking: one feedShard per Feed (feed.go), and the dirty
+	// bits of those feeds (0 when there are none: nothing is tracked).
+	feeds    []feedShard
+	feedBits byte
+	quiet    bool         // applying a Restore: what it writes or removes is not a change of ours
+	large    *atomic.Bool // the engine's flag for Prefetch (nil in a bare shard)
 	// Incremental compaction (compact.go): while compacting, [0, cw) is
 	// compacted, [cw, cr) one dead filler record, [cr, len(data)) not yet
 	// visited. compactions counts the compaction passes finished.
@@ -159,18 +151,6 @@ func (s *shard) decisionTimeLocked(now int64) int64 {
 	return now
 }
 
-// markDirtyLocked records that the record at off (hash tag tag), clean
-// until now, changed (when tracking).
-func (s *shard) markDirtyLocked(off int, tag uint32) {
-	if !s.track || s.quiet {
-		return
-	}
-	s.data[off] |= hdrDirty
-	s.dirty = append(s.dirty, tag)
-	s.nPending++
-	s.pending.Add(1)
-}
-
 // putLocked stores state e (and RL.LOG's encoded runs) for key: over its record
 // at off, which ends at oldEnd, when the key exists (oldEnd > 0) and the
 // new record fits there, else as a new record. It marks the record
@@ -179,18 +159,15 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, runs)
 	tag := tagOf(h)
 	if oldEnd > 0 {
-		wasDirty := s.data[off]&hdrDirty != 0
+		wasDirty := s.data[off] & hdrDirtyAll // the feeds that list it already
 		// Rewrite in place when the record fits, unless it would leave
 		// more slack than record (a log that shrank): then move it, so the
 		// next compaction gives the space back.
 		if rec, ok := fillSlack(s.buf, oldEnd-off); ok && oldEnd-off <= 2*len(s.buf)+64 {
 			s.buf = rec
 			copy(s.data[off:], rec)
-			if wasDirty {
-				s.data[off] |= hdrDirty
-			} else {
-				s.markDirtyLocked(off, tag)
-			}
+			s.data[off] |= wasDirty
+			s.markDirtyLocked(off, tag)
 			return off
 		}
 		s.buf = withSlack(s.buf, max(len(s.buf)/8, 24))
@@ -204,11 +181,8 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 		newOff := len(s.data)
 		s.data = append(s.data, s.buf...)
 		*slot = makeSlot(tag, newOff)
-		if wasDirty { // already listed by its tag
-			s.data[newOff] |= hdrDirty
-		} else {
-			s.markDirtyLocked(newOff, tag)
-		}
+		s.data[newOff] |= wasDirty // already listed by its tag
+		s.markDirtyLocked(newOff, tag)
 		return newOff
 	}
 	s.buf = withSlack(s.buf, 0)
@@ -223,19 +197,9 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 // removeLocked drops the record at off (hash tag tag).
 func (s *shard) removeLocked(off int, tag uint32) {
 	p := parseRecord(s.data, off)
-	if s.track {
-		if p.hdr&hdrDirty != 0 { // its write is superseded by the deletion
-			s.nPending--
-			s.pending.Add(-1)
-		}
-		if !s.quiet {
-			s.deleted = append(s.deleted, string(p.key))
-			s.nPending++
-			s.pending.Add(1)
-		}
-	}
+	s.deletedLocked(p)
 	s.unplaceLocked(tag, off)
-	s.data[off] = (s.data[off] | hdrDead) &^ hdrDirty
+	s.data[off] = (s.data[off] | hdrDead) &^ hdrDirtyAll
 	s.garbage += p.end - off
 }
 
@@ -319,8 +283,8 @@ type Engine struct {
 	shards []*shard
 	mask   uint64
 	seed   maphash.Seed
-	// pending counts tracked changes not yet taken by Changes (all shards).
-	pending atomic.Int64
+	// feeds are the readers of the engine's changes (feed.go).
+	feeds []*Feed
 	// large: some shard's table has reached prefetchMinSlots since the
 	// engine started, so Prefetch is worth its work.
 	large atomic.Bool
@@ -338,7 +302,6 @@ func New(n int) *Engine {
 	e := &Engine{shards: make([]*shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
 	for i := range e.shards {
 		e.shards[i] = newShard(e.seed)
-		e.shards[i].pending = &e.pending
 		e.shards[i].large = &e.large
 	}
 	return e
@@ -599,10 +562,7 @@ func (st Store) Flush() {
 		s.old, s.migrated = nil, 0
 		s.compacting, s.sweepAt = false, 0
 		s.relFrom, s.relTo = 0, 0
-		if s.track {
-			s.pending.Add(-s.nPending)
-			s.dirty, s.deleted, s.nPending, s.flushed = s.dirty[:0], nil, 0, true
-		}
+		s.flushedLocked()
 		st.unlock(s)
 	}
 }

@@ -9,9 +9,14 @@ import (
 //
 //	header byte | uvarint key length | key | deadline (8 bytes LE) | body | uvarint n | n slack bytes
 //
-// The header holds the kind (low 3 bits), the dirty bit (changed since the
-// last snapshot) and the dead bit (a record replaced or removed, garbage
-// until the region is compacted). The body is the algorithm's state in
+// The header holds the kind (low 3 bits, hdrKind), the dead bit (a record
+// replaced or removed, garbage until the region is compacted) and one
+// dirty bit per change feed (changed since that feed last read it;
+// feedBits in feed.go):
+//
+//	bit  7      6      5      4     3      2..0
+//	     feed3  feed2  feed1  dead  feed0  kind The body is the algorithm's state in
+//
 // varints, times as differences from the deadline, which they sit close
 // to, so a typical record is its key plus 11-21 bytes:
 //
@@ -30,9 +35,8 @@ import (
 // a run, or a count that gains a varint byte, is rewritten where it is
 // most of the time instead of leaving its old copy as garbage.
 const (
-	hdrKind  = 0x07
-	hdrDirty = 0x08
-	hdrDead  = 0x10
+	hdrKind = 0x07
+	hdrDead = 0x10
 )
 
 // entry is a record's decoded state: deadline is the first Unix ns at

@@ -61,7 +61,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 		hdr := byte(kind)
 		if r.IntN(2) == 0 {
-			hdr |= hdrDirty
+			hdr |= feedBits[r.IntN(maxFeeds)]
 		}
 		pad := r.IntN(3)
 		var runs []byte
@@ -275,7 +275,7 @@ func TestFillSlack(t *testing.T) {
 func TestRestoreWhileTracking(t *testing.T) {
 	const now = int64(1e9)
 	e := New(1)
-	e.TrackChanges()
+	f := e.NewFeed()
 	st := e.Store()
 	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
 	_, err := st.Limit(KindFixed, []byte("ours"), p, now)
@@ -292,9 +292,9 @@ func TestRestoreWhileTracking(t *testing.T) {
 	}
 	require.Greater(t, e.shards[0].compactions, uint64(0), "the restores should have compacted the shard")
 	var got []string
-	e.Changes(func(r Record) { got = append(got, r.Key) })
+	f.Next(func(r Record) { got = append(got, r.Key) })
 	require.Equal(t, []string{"ours"}, got)
-	require.Zero(t, e.PendingChanges())
+	require.Zero(t, f.Pending())
 }
 
 // TestScanDuringTableMove: a SCAN walk that starts while the table is

@@ -22,6 +22,7 @@ var ErrInProgress = errors.New("background save already in progress")
 // on answering meanwhile. Safe for concurrent use.
 type Snapshotter struct {
 	e     *engine.Engine
+	feed  *engine.Feed // the snapshotter's own position in the engine's changes
 	store *Store
 	clk   clock.Clock
 	log   *slog.Logger
@@ -43,14 +44,13 @@ type Snapshotter struct {
 	unwritten  atomic.Int64 // changes taken from the engine and not yet written
 }
 
-// NewSnapshotter returns a snapshotter; it turns on the engine's change
-// tracking.
+// NewSnapshotter returns a snapshotter reading e's changes through a feed
+// of its own (engine.NewFeed), from now on.
 func NewSnapshotter(e *engine.Engine, st *Store, clk clock.Clock, log *slog.Logger) *Snapshotter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e.TrackChanges()
-	s := &Snapshotter{e: e, store: st, clk: clk, log: log, pending: map[string]engine.Record{}}
+	s := &Snapshotter{e: e, feed: e.NewFeed(), store: st, clk: clk, log: log, pending: map[string]engine.Record{}}
 	s.lastStatus.Store(true)
 	s.lastOK.Store(clk.Now() / 1e9)
 	return s
@@ -90,7 +90,7 @@ func (s *Snapshotter) saveLocked() (err error) {
 	// again appears twice, deletion first). Records that failed to be
 	// written before are in s.pending and go first, superseded by these.
 	s.cur = s.cur[:0]
-	if s.e.Changes(func(r engine.Record) { s.cur = append(s.cur, r) }) {
+	if s.feed.Next(func(r engine.Record) { s.cur = append(s.cur, r) }) {
 		// A FLUSHALL since the last call: what is still pending from
 		// before it is void; this call's records all postdate it (a shard
 		// not yet flushed when read reports the flush next time).
@@ -189,7 +189,7 @@ type Info struct {
 // Info reports the snapshotter's state.
 func (s *Snapshotter) Info() Info {
 	return Info{
-		ChangesSinceSave: int64(s.e.PendingChanges()) + s.unwritten.Load(),
+		ChangesSinceSave: int64(s.feed.Pending()) + s.unwritten.Load(),
 		LastSaveUnix:     s.lastOK.Load(),
 		LastOK:           s.lastStatus.Load(),
 		LastDuration:     time.Duration(s.lastDur.Load()),

@@ -1,0 +1,167 @@
+package engine
+
+import "sync/atomic"
+
+// A Feed is one reader's view of the engine's effects: every key written
+// or deleted since that reader last looked, as absolute records. Each
+// reader (persistence, replication) has its own Feed and so its own
+// position: what one takes, the others still see.
+//
+// A reader's changes are kept per shard as a set, not a history: a key
+// written many times is reported once, with its state when read, so a
+// reader's cost follows the keys that changed, not the requests. Each
+// record carries one dirty bit per feed in its header (record.go), and
+// each shard lists, per feed, the hash tags of the records it marked and
+// the keys it deleted.
+//
+// Feeds are created before serving. An engine without feeds (a server in
+// memory only) tracks nothing and pays nothing.
+type Feed struct {
+	e   *Engine
+	i   int  // index into each shard's feeds
+	bit byte // this feed's dirty bit in a record header
+	// pending counts the changes Next would report now, over all shards.
+	pending atomic.Int64
+}
+
+// maxFeeds is the number of dirty bits a record header has room for.
+const maxFeeds = 4
+
+// feedBits are the header bits that mark a record dirty, one per feed.
+var feedBits = [maxFeeds]byte{0x08, 0x20, 0x40, 0x80}
+
+// hdrDirtyAll is every feed's dirty bit.
+const hdrDirtyAll = 0x08 | 0x20 | 0x40 | 0x80
+
+// feedShard is one feed's changes in one shard, guarded by the shard's
+// lock: the tags of the records it marked, the keys deleted, whether the
+// shard was flushed, and how many changes it added to the feed's pending
+// count. A tag, not an offset, names a dirty record: records move
+// (compaction, a rewrite that outgrows its slack) but stay in their
+// tag's probe run.
+type feedShard struct {
+	bit     byte
+	pending *atomic.Int64
+	dirty   []uint32
+	deleted []string
+	n       int64
+	flushed bool
+}
+
+// NewFeed registers a new reader of the engine's changes, positioned now:
+// it will report what changes from here on (a reader that needs the
+// current state takes it with Dump). Call it before serving, at most four
+// times per engine.
+func (e *Engine) NewFeed() *Feed {
+	i := len(e.feeds)
+	if i == maxFeeds {
+		panic("engine: more than four change feeds")
+	}
+	f := &Feed{e: e, i: i, bit: feedBits[i]}
+	e.feeds = append(e.feeds, f)
+	for _, s := range e.shards {
+		s.mu.Lock()
+		s.feeds = append(s.feeds, feedShard{bit: f.bit, pending: &f.pending})
+		s.feedBits |= f.bit
+		s.mu.Unlock()
+	}
+	return f
+}
+
+// Next passes fn every change since the previous call, shard by shard
+// (each shard locked only while its changes are collected): a deletion
+// record for each key removed, then the current record of each key
+// written. flushed reports that some shard was flushed (FLUSHALL) since
+// the previous call: the receiver must drop everything it holds before
+// applying the records. The records own their memory.
+func (f *Feed) Next(fn func(Record)) (flushed bool) {
+	var recs []Record
+	for _, s := range f.e.shards {
+		recs = recs[:0]
+		s.mu.Lock()
+		fs := &s.feeds[f.i]
+		flushed = flushed || fs.flushed
+		for _, k := range fs.deleted {
+			recs = append(recs, Record{Key: k})
+		}
+		for _, tag := range fs.dirty {
+			// Every record of the tag's probe runs (in both tables while
+			// entries move) with this feed's dirty bit: the listed record
+			// (unless it went, or was reported already) and any other of
+			// the same tag, whose report is early but harmless.
+			for _, t := range [2][]uint64{s.slots, s.old} {
+				if len(t) == 0 {
+					continue
+				}
+				mask := uint64(len(t) - 1)
+				for p := uint64(tag) & mask; t[p] != 0; p = (p + 1) & mask {
+					if slotTag(t[p]) != tag || t[p] == moved {
+						continue
+					}
+					if off := slotOff(t[p]); s.data[off]&f.bit != 0 {
+						s.data[off] &^= f.bit
+						recs = append(recs, recordOf(parseRecord(s.data, off)))
+					}
+				}
+			}
+		}
+		f.pending.Add(-fs.n)
+		fs.deleted, fs.dirty, fs.n, fs.flushed = nil, fs.dirty[:0], 0, false
+		s.mu.Unlock()
+		for _, r := range recs {
+			fn(r)
+		}
+	}
+	return flushed
+}
+
+// Pending counts the changes Next would report now (a key changed several
+// times counts once; deletions count each). It takes no lock, so it may
+// be called while shards are locked (INFO inside EXEC).
+func (f *Feed) Pending() int { return int(f.pending.Load()) }
+
+// markDirtyLocked records that the record at off (hash tag tag) changed,
+// for every feed whose dirty bit it does not carry yet.
+func (s *shard) markDirtyLocked(off int, tag uint32) {
+	if s.feedBits == 0 || s.quiet {
+		return
+	}
+	h := s.data[off]
+	for i := range s.feeds {
+		fs := &s.feeds[i]
+		if h&fs.bit != 0 {
+			continue // listed already, by the same tag
+		}
+		fs.dirty = append(fs.dirty, tag)
+		fs.n++
+		fs.pending.Add(1)
+	}
+	s.data[off] = h | s.feedBits
+}
+
+// deletedLocked records for every feed that the record p is removed: its
+// write, if listed, is superseded by the deletion, and the deletion is
+// listed unless it is not ours (a Restore).
+func (s *shard) deletedLocked(p parsed) {
+	for i := range s.feeds {
+		fs := &s.feeds[i]
+		if p.hdr&fs.bit != 0 {
+			fs.n--
+			fs.pending.Add(-1)
+		}
+		if !s.quiet {
+			fs.deleted = append(fs.deleted, string(p.key))
+			fs.n++
+			fs.pending.Add(1)
+		}
+	}
+}
+
+// flushedLocked drops every feed's listed changes in favour of a flush.
+func (s *shard) flushedLocked() {
+	for i := range s.feeds {
+		fs := &s.feeds[i]
+		fs.pending.Add(-fs.n)
+		fs.dirty, fs.deleted, fs.n, fs.flushed = fs.dirty[:0], nil, 0, true
+	}
+}

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// drain returns what f.Next reports, as "key=count" for writes (RL.FIXED
+// counts) and "-key" for deletions, sorted, and the flush flag.
+func drain(f *Feed) ([]string, bool) {
+	var got []string
+	flushed := f.Next(func(r Record) {
+		if r.Kind == KindNone {
+			got = append(got, "-"+r.Key)
+		} else {
+			got = append(got, fmt.Sprintf("%s=%d", r.Key, r.B))
+		}
+	})
+	sort.Strings(got)
+	return got, flushed
+}
+
+// TestFeedsReadAtTheirOwnPositions: two readers of one engine's changes
+// see every change once each, whatever the other has taken; a feed
+// registered later sees only what follows it.
+func TestFeedsReadAtTheirOwnPositions(t *testing.T) {
+	const now = int64(1e9)
+	e := New(4)
+	st := e.Store()
+	fixed := func(key string, cost int64) {
+		_, err := st.Limit(KindFixed, []byte(key), Params{Limit: 100, Window: 1e12, Cost: cost}, now)
+		require.NoError(t, err)
+	}
+	a := e.NewFeed()
+	fixed("x", 1)
+	fixed("y", 2)
+	got, _ := drain(a)
+	require.Equal(t, []string{"x=1", "y=2"}, got)
+
+	b := e.NewFeed()
+	fixed("x", 1)
+	require.Equal(t, 1, a.Pending())
+	require.Equal(t, 1, b.Pending())
+	got, _ = drain(b)
+	require.Equal(t, []string{"x=2"}, got, "b sees only what followed it")
+	require.Zero(t, b.Pending())
+
+	fixed("x", 1)
+	st.Delete([]byte("y"), now)
+	require.Equal(t, 2, a.Pending(), "a: x written (once), y deleted")
+	require.Equal(t, 2, b.Pending())
+	got, _ = drain(a)
+	require.Equal(t, []string{"-y", "x=3"}, got)
+	got, _ = drain(b)
+	require.Equal(t, []string{"-y", "x=3"}, got)
+
+	// A write b has not read yet, then a deletion: b hears only of the
+	// deletion; a, which read the write, hears of it too.
+	fixed("z", 5)
+	got, _ = drain(a)
+	require.Equal(t, []string{"z=5"}, got)
+	st.Delete([]byte("z"), now)
+	got, _ = drain(b)
+	require.Equal(t, []string{"-z"}, got)
+	got, _ = drain(a)
+	require.Equal(t, []string{"-z"}, got)
+
+	fixed("w", 1)
+	st.Flush()
+	fixed("v", 1)
+	for _, f := range []*Feed{a, b} {
+		got, flushed := drain(f)
+		require.True(t, flushed)
+		require.Equal(t, []string{"v=1"}, got, "the flush voids what came before it")
+		require.Zero(t, f.Pending())
+	}
+}
+
+// TestApplyReachesFeedsRestoreDoesNot: a record applied with Apply (a
+// replica's stream) is a change every feed reports; one applied with
+// Restore (a start-up load) is not.
+func TestApplyReachesFeedsRestoreDoesNot(t *testing.T) {
+	const now = int64(1e9)
+	e := New(1)
+	f := e.NewFeed()
+	rec := func(key string, count int64) Record {
+		return Record{Key: key, Kind: KindFixed, Deadline: now + 1e12, A: now, B: count}
+	}
+	require.True(t, e.Restore(rec("loaded", 4), now))
+	require.Zero(t, f.Pending())
+	require.True(t, e.Apply(rec("applied", 7), now))
+	require.False(t, e.Apply(Record{Key: "loaded"}, now))
+	got, _ := drain(f)
+	require.Equal(t, []string{"-loaded", "applied=7"}, got)
+}
+
+// TestTooManyFeeds: a record header has room for four feeds' bits.
+func TestTooManyFeeds(t *testing.T) {
+	e := New(1)
+	for range maxFeeds {
+		e.NewFeed()
+	}
+	require.Panics(t, func() { e.NewFeed() })
+}

@@ -1,0 +1,89 @@
+package engine
+
+// Record is one key's absolute state, the unit that persistence and
+// replication carry: "key K holds state S" (Kind != KindNone) or "key K is
+// gone" (Kind == KindNone). Applying a record twice is harmless. Deadline
+// is in Unix ns; A, B, C are the algorithm's state words; Log holds
+// RL.LOG's entries (B, a slot number, is meaningless outside a process).
+type Record struct {
+	Key      string
+	Kind     Kind
+	Deadline int64
+	A, B, C  int64
+	Log      []int64
+}
+
+// recordOf turns a parsed record into the Record persistence carries.
+func recordOf(p parsed) Record {
+	e := p.e
+	r := Record{Key: string(p.key), Kind: e.kind, Deadline: e.deadline, A: e.a, B: e.b, C: e.c}
+	if e.kind == KindLog {
+		r.Log = decodeRuns(nil, uint64(e.deadline), p.runs)
+		r.B = 0 // the oldest run's time, derived from the log
+	}
+	return r
+}
+
+// Dump passes fn the record of every live key (a full snapshot or a full
+// resynchronisation), shard by shard.
+func (e *Engine) Dump(now int64, fn func(Record)) {
+	var recs []Record
+	for _, s := range e.shards {
+		recs = recs[:0]
+		s.mu.Lock()
+		for off := 0; off < len(s.data); {
+			p := parseRecord(s.data, off)
+			if p.hdr&hdrDead == 0 && p.e.alive(now) {
+				recs = append(recs, recordOf(p))
+			}
+			off = p.end
+		}
+		s.mu.Unlock()
+		for _, r := range recs {
+			fn(r)
+		}
+	}
+}
+
+// Restore applies a record as it is (a loaded snapshot): it does not mark
+// the key changed for any feed. A record already expired at now, or a
+// deletion, removes the key. It reports whether the key is held
+// afterwards.
+func (e *Engine) Restore(r Record, now int64) bool { return e.apply(r, now, true) }
+
+// Apply is Restore for a record that must reach the feeds (a replica
+// applying its primary's stream, which its own snapshots must keep): the
+// key is marked changed, or its deletion listed, as a decision would.
+func (e *Engine) Apply(r Record, now int64) bool { return e.apply(r, now, false) }
+
+func (e *Engine) apply(r Record, now int64, quiet bool) bool {
+	key := []byte(r.Key)
+	s, h := e.shardOf(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off, _, ok := s.findLocked(h, key)
+	oldEnd := 0
+	if ok {
+		oldEnd = parseRecord(s.data, off).end
+	}
+	// A restored record is not a change of ours: nothing is marked, and
+	// the changes that are ours stay listed.
+	s.quiet = quiet
+	defer func() { s.quiet = false }()
+	if r.Kind == KindNone || now >= r.Deadline {
+		if ok {
+			s.removeLocked(off, tagOf(h))
+		}
+		return false
+	}
+	en := entry{kind: r.Kind, deadline: r.Deadline, a: r.A, b: r.B, c: r.C}
+	if r.Kind == KindLog {
+		en.b, en.c = int64(logOldest(r.Log)), 0
+	}
+	var runs []byte
+	if r.Kind == KindLog {
+		runs = appendRuns(nil, uint64(r.Deadline), r.Log)
+	}
+	s.putLocked(off, oldEnd, h, key, en, runs)
+	return true
+}
