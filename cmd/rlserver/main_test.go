@@ -60,20 +60,25 @@ func TestHelpListsEveryFlag(t *testing.T) {
 }
 
 func TestLaterFeaturesFailLoudly(t *testing.T) {
-	for _, args := range [][]string{
-		{"--save-interval", "-1s"},
-		{"--replicaof", "127.0.0.1 6380"},
-		{"--masterauth", "x"},
-		{"--metrics-addr", "127.0.0.1:9121"},
-		{"--shards", "3"},
-		{"--clock", "sundial"},
-		{"--tls-cert", "c.pem"},
-		{"--log-format", "xml"},
-		{"--dir", "main.go"},
-		{"stray"},
+	// Each is refused with the error that names its flag or feature, not
+	// for some other reason.
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--save-interval", "-1s"}, "--save-interval must not be negative"},
+		{[]string{"--replicaof", "127.0.0.1 6380"}, "--replicaof: replication is not available yet"},
+		{[]string{"--masterauth", "x"}, "--masterauth: replication is not available yet"},
+		{[]string{"--metrics-addr", "127.0.0.1:9121"}, "--metrics-addr: metrics are not available yet"},
+		{[]string{"--shards", "3"}, "shards must be a power of two up to 68719476736, got 3"},
+		{[]string{"--clock", "sundial"}, `clock must be real or manual, got "sundial"`},
+		{[]string{"--tls-cert", "c.pem"}, "--tls-cert and --tls-key must be given together"},
+		{[]string{"--log-format", "xml"}, `--log-format must be text or json, got "xml"`},
+		{[]string{"--dir", "main.go"}, "--dir main.go: not a directory"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
 	} {
-		err := run(t.Context(), append([]string{"--port", "0"}, args...), &bytes.Buffer{}, &bytes.Buffer{})
-		require.Error(t, err, "%v", args)
+		err := run(t.Context(), append([]string{"--port", "0"}, tc.args...), &bytes.Buffer{}, &bytes.Buffer{})
+		require.EqualError(t, err, tc.err, "%v", tc.args)
 	}
 }
 
