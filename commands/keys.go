@@ -28,13 +28,36 @@ func cmdExists(x *Ctx) {
 	x.W.Int(int64(n))
 }
 
-func cmdType(x *Ctx) { x.W.Simple(x.Store.Type(x.Args[1], x.Now).TypeName()) }
+// typeName is what TYPE answers for a kind of key: "string" for
+// CL.THROTTLE keys (redis-cell keeps them as Redis strings), the
+// algorithm's name for RL.* keys, "none" for a missing key.
+func typeName(k engine.Kind) string {
+	if k == engine.KindThrottle {
+		return "string"
+	}
+	return k.Name()
+}
 
-func cmdPTTL(x *Ctx) { x.W.Int(x.Store.PTTL(x.Args[1], x.Now)) }
+func cmdType(x *Ctx) { x.W.Simple(typeName(x.Store.Type(x.Args[1], x.Now))) }
+
+// pttl is a key's remaining life in ms as Redis's PTTL answers: -2 for a
+// missing key, -1 for one without expiry.
+func pttl(x *Ctx) int64 {
+	switch l := x.Store.Life(x.Args[1], x.Now); {
+	case !l.Found:
+		return -2
+	case l.Forever:
+		return -1
+	default:
+		return l.Ms
+	}
+}
+
+func cmdPTTL(x *Ctx) { x.W.Int(pttl(x)) }
 
 // cmdTTL rounds the ms TTL to the nearest second, as Redis does.
 func cmdTTL(x *Ctx) {
-	ms := x.Store.PTTL(x.Args[1], x.Now)
+	ms := pttl(x)
 	if ms < 0 {
 		x.W.Int(ms)
 		return
@@ -232,7 +255,7 @@ func cmdScan(x *Ctx) {
 			if match != nil && !globMatch(match, []byte(k.Key), false) {
 				return
 			}
-			if typ != nil && !strings.EqualFold(k.Kind.TypeName(), string(typ)) {
+			if typ != nil && !strings.EqualFold(typeName(k.Kind), string(typ)) {
 				return
 			}
 			keys = append(keys, k.Key)

@@ -64,7 +64,7 @@ func BenchmarkThrottle(b *testing.B) {
 // clock advancing 1 ms per call so windows roll and logs drop entries).
 func BenchmarkLimit(b *testing.B) {
 	for _, kind := range []Kind{KindFixed, KindLog, KindSlide, KindBucket} {
-		b.Run(kind.TypeName(), func(b *testing.B) {
+		b.Run(kind.Name(), func(b *testing.B) {
 			e := New(16)
 			st := e.Store()
 			keys := make([][]byte, 1000)

@@ -40,6 +40,6 @@ func TestNoOverAdmission(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		require.Equal(t, int64(100), admitted.Load(), kind.TypeName())
+		require.Equal(t, int64(100), admitted.Load(), kind.Name())
 	}
 }

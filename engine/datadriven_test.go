@@ -77,9 +77,9 @@ func engineDo(st Store, now *int64, args []string) (string, error) {
 		}
 		return "+OK", nil
 	case name == "PTTL":
-		return strconv.FormatInt(st.PTTL([]byte(args[1]), *now), 10), nil
+		return strconv.FormatInt(redisPTTL(st.Life([]byte(args[1]), *now)), 10), nil
 	case name == "TYPE":
-		return "+" + st.Type([]byte(args[1]), *now).TypeName(), nil
+		return "+" + redisType(st.Type([]byte(args[1]), *now)), nil
 	case name == "EXISTS":
 		if st.Type([]byte(args[1]), *now) == KindNone {
 			return "0", nil
@@ -136,4 +136,23 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// redisPTTL and redisType answer as the commands layer does (Redis's
+// conventions: -2 missing, -1 no expiry; CL.THROTTLE keys are strings).
+func redisPTTL(l Life) int64 {
+	switch {
+	case !l.Found:
+		return -2
+	case l.Forever:
+		return -1
+	}
+	return l.Ms
+}
+
+func redisType(k Kind) string {
+	if k == KindThrottle {
+		return "string"
+	}
+	return k.Name()
 }

@@ -2,7 +2,8 @@ package engine
 
 import "encoding/binary"
 
-// RL.LOG keeps the admission times of its units as runs, (time, units)
+// RL.LOG, the sliding window log: at most limit units in any interval of
+// length window, the only exact one. It keeps the admission times of its units as runs, (time, units)
 // pairs, one per distinct admission time, in its record, newest first:
 //
 //	uvarint n0 | zz(deadline - t0) | uvarint n1 | zz(t0 - t1) | ...
@@ -35,15 +36,52 @@ func varintStart(b []byte, end int) int {
 	return i
 }
 
-// logState is an RL.LOG record's state: its runs (newest first, the first
-// run's time relative to the deadline), the units they hold and the
+// logState is an RL.LOG key's state: its runs (newest first, the first
+// run's time relative to the deadline dl), the units they hold and the
 // oldest run's time, which lets expired runs be cut off the end without
-// walking the log.
+// walking the log. The zero value is fresh. In words, a is total and b
+// oldest; the runs are the record's own.
 type logState struct {
 	runs   []byte
 	dl     uint64
 	total  int64
 	oldest uint64
+}
+
+func logOf(h held) logState {
+	return logState{runs: h.runs, dl: uint64(h.deadline), total: h.w.a, oldest: uint64(h.w.b)}
+}
+func (s logState) held() held {
+	return held{w: words{a: s.total, b: int64(s.oldest)}, runs: s.runs, deadline: int64(s.dl)}
+}
+
+var logAlgorithm = Algorithm{
+	Kind: KindLog, Name: "log", hasRuns: true,
+	// Body: units held | zz(deadline - oldest run's time) | byte length of
+	// the runs | runs.
+	encode: func(dst []byte, dl uint64, w words, runs []byte) []byte {
+		dst = binary.AppendUvarint(dst, uint64(w.a))
+		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(w.b))))
+		dst = binary.AppendUvarint(dst, uint64(len(runs)))
+		return append(dst, runs...)
+	},
+	decode: func(b []byte, i int, dl uint64) (w words, runs, end int) {
+		var u uint64
+		u, i = uvarint(b, i)
+		w.a = int64(u)
+		u, i = uvarint(b, i)
+		w.b = int64(dl - uint64(unzz(u)))
+		runs = i
+		u, i = uvarint(b, i)
+		return w, runs, i + int(u)
+	},
+	// Only an admission stores the log: a rejected call or a peek leaves
+	// it exactly as it was (even the entries it found expired under its
+	// own window, which a later, longer window may count).
+	decide: func(p Params, cur held, now int64, scratch []byte) (held, Result, bool) {
+		next, _, r, admitted := logDecide(p, logOf(cur), now, scratch)
+		return next.held(), r, admitted
+	},
 }
 
 // logDecide runs RL.LOG. Units with t <= now-W have left the window. On

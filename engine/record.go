@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
+import "encoding/binary"
 
 // A key's state is one variable-length record in its shard's data region:
 //
@@ -18,7 +15,8 @@ import (
 //	     feed3  feed2  feed1  dead  feed0  kind The body is the algorithm's state in
 //
 // varints, times as differences from the deadline, which they sit close
-// to, so a typical record is its key plus 11-21 bytes:
+// to, so a typical record is its key plus 11-21 bytes. Each algorithm
+// encodes its own body (its Algorithm's encode and decode, in its file):
 //
 //	CL.THROTTLE  zz(deadline - TAT)
 //	RL.FIXED     zz(deadline - window start) | count
@@ -40,13 +38,12 @@ const (
 )
 
 // entry is a record's decoded state: deadline is the first Unix ns at
-// which the key no longer exists (alive iff now < deadline); a, b, c are
-// the algorithm's state words (CL.THROTTLE: a = TAT as uint64 bits;
-// RL.LOG: a = units held, b = the oldest run's time; its runs are read
-// from the record).
+// which the key no longer exists (alive iff now < deadline); w is the
+// state in its storage form, which kind's algorithm reads (an RL.LOG's
+// runs stay in the record).
 type entry struct {
 	deadline int64
-	a, b, c  int64
+	w        words
 	kind     Kind
 }
 
@@ -78,44 +75,14 @@ func uvarintSlow(b []byte, i int) (uint64, int) {
 }
 
 // appendRecord encodes a live record up to its slack (hdr carries the
-// kind and dirty bit); withSlack completes it. runs is RL.LOG's encoded
+// kind and dirty bits); withSlack completes it. runs is RL.LOG's encoded
 // log (log.go; ignored for other kinds).
 func appendRecord(dst []byte, hdr byte, key []byte, e entry, runs []byte) []byte {
 	dst = append(dst, hdr)
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	dst = append(dst, key...)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.deadline))
-	dl := uint64(e.deadline)
-	switch Kind(hdr & hdrKind) {
-	case KindThrottle:
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(e.a))))
-	case KindFixed:
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(e.a))))
-		dst = binary.AppendUvarint(dst, uint64(e.b))
-	case KindSlide:
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(e.a))))
-		dst = binary.AppendUvarint(dst, uint64(e.b))
-		dst = binary.AppendUvarint(dst, uint64(e.c))
-	case KindBucket:
-		hi, lo := bucketDelta(dl, e)
-		dst = binary.AppendUvarint(dst, uint64(e.c))
-		dst = binary.AppendUvarint(dst, zz(int64(lo)))
-		dst = binary.AppendUvarint(dst, zz(int64(hi-uint64(int64(lo)>>63))))
-	case KindLog:
-		dst = binary.AppendUvarint(dst, uint64(e.a))
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(e.b))))
-		dst = binary.AppendUvarint(dst, uint64(len(runs)))
-		dst = append(dst, runs...)
-	}
-	return dst
-}
-
-// bucketDelta is D = deadline*rate - TAT as a 128-bit (hi, lo), wrapping.
-func bucketDelta(dl uint64, e entry) (hi, lo uint64) {
-	ph, pl := bits.Mul64(dl, uint64(e.c))
-	lo, borrow := bits.Sub64(pl, uint64(e.b), 0)
-	hi, _ = bits.Sub64(ph, uint64(e.a), borrow)
-	return hi, lo
+	return algorithmOf(Kind(hdr&hdrKind)).encode(dst, uint64(e.deadline), e.w, runs)
 }
 
 // parsed is a record located in a data region.
@@ -135,7 +102,7 @@ func parseRecord(b []byte, off int) parsed {
 	p.key = b[i : i+int(kl) : i+int(kl)]
 	var runs int
 	p.e, runs, p.end = decodeState(b, i+int(kl), Kind(p.hdr&hdrKind))
-	if p.e.kind == KindLog {
+	if runs != 0 {
 		n, j := uvarint(b, runs)
 		p.runs = b[j : j+int(n) : j+int(n)]
 	}
@@ -143,49 +110,14 @@ func parseRecord(b []byte, off int) parsed {
 }
 
 // decodeState decodes a record's state from its deadline at i on. It
-// returns the offset of RL.LOG's runs length (when kind is KindLog) and
-// of the record's end. It is the lookup's hot path: small results, in
-// registers.
+// returns the offset of the runs' length for a kind with runs (0
+// otherwise) and of the record's end. It is the lookup's hot path: small
+// results, in registers.
 func decodeState(b []byte, i int, kind Kind) (e entry, runs, end int) {
 	dl := binary.LittleEndian.Uint64(b[i:])
-	i += 8
 	e = entry{deadline: int64(dl), kind: kind}
-	var u uint64
-	switch kind {
-	case KindThrottle:
-		u, i = uvarint(b, i)
-		e.a = int64(dl - uint64(unzz(u)))
-	case KindFixed, KindSlide:
-		u, i = uvarint(b, i)
-		e.a = int64(dl - uint64(unzz(u)))
-		u, i = uvarint(b, i)
-		e.b = int64(u)
-		if kind == KindSlide {
-			u, i = uvarint(b, i)
-			e.c = int64(u)
-		}
-	case KindBucket:
-		u, i = uvarint(b, i)
-		e.c = int64(u)
-		var zl, zh uint64
-		zl, i = uvarint(b, i)
-		zh, i = uvarint(b, i)
-		lo := uint64(unzz(zl))
-		hi := uint64(unzz(zh)) + uint64(int64(lo)>>63)
-		ph, pl := bits.Mul64(dl, uint64(e.c))
-		tl, borrow := bits.Sub64(pl, lo, 0)
-		th, _ := bits.Sub64(ph, hi, borrow)
-		e.a, e.b = int64(th), int64(tl)
-	case KindLog:
-		u, i = uvarint(b, i)
-		e.a = int64(u)
-		u, i = uvarint(b, i)
-		e.b = int64(dl - uint64(unzz(u)))
-		runs = i
-		u, i = uvarint(b, i)
-		i += int(u)
-	}
-	u, i = uvarint(b, i)
+	e.w, runs, i = algorithmOf(kind).decode(b, i+8, dl)
+	u, i := uvarint(b, i)
 	return e, runs, i + int(u)
 }
 

@@ -40,13 +40,13 @@ func TestRecordRoundTrip(t *testing.T) {
 		for i := range key {
 			key[i] = byte(r.Uint32())
 		}
-		e := entry{kind: kind, deadline: randWord(r), a: randWord(r)}
+		e := entry{kind: kind, deadline: randWord(r), w: words{a: randWord(r)}}
 		var words []int64
 		switch kind {
 		case KindFixed:
-			e.b = randWord(r)
+			e.w.b = randWord(r)
 		case KindSlide, KindBucket:
-			e.b, e.c = randWord(r), randWord(r)
+			e.w.b, e.w.c = randWord(r), randWord(r)
 		case KindLog:
 			// A well-formed log: single units at t >= 0, runs of n >= 2
 			// (as logAppend builds them), times not decreasing or not.
@@ -104,8 +104,8 @@ func TestRecordsAreCompact(t *testing.T) {
 		_, err := e.Store().Limit(c.kind, key, c.p, now)
 		require.NoError(t, err)
 		s := e.shards[0]
-		require.LessOrEqual(t, len(s.data), c.limit, "kind %s", c.kind.TypeName())
-		t.Logf("%s: %d bytes", c.kind.TypeName(), len(s.data))
+		require.LessOrEqual(t, len(s.data), c.limit, "kind %s", c.kind.Name())
+		t.Logf("%s: %d bytes", c.kind.Name(), len(s.data))
 		if c.kind == KindLog {
 			// Each further unit admitted a microsecond later costs a few bytes.
 			for i := 1; i <= 59; i++ {
@@ -250,7 +250,7 @@ func TestTableMemoryComesBack(t *testing.T) {
 // TestFillSlack: a record is filled to exactly any size above its base
 // and parses back with the same state.
 func TestFillSlack(t *testing.T) {
-	e := entry{kind: KindFixed, deadline: 5e18, a: 4e18, b: 7}
+	e := entry{kind: KindFixed, deadline: 5e18, w: words{a: 4e18, b: 7}}
 	for _, key := range []string{"k", "a key of some thirty bytes ..."} {
 		base := appendRecord(nil, byte(KindFixed), []byte(key), e, nil)
 		for size := len(base) - 1; size < len(base)+20000; size += 1 + size/1000 {

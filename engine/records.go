@@ -3,8 +3,10 @@ package engine
 // Record is one key's absolute state, the unit that persistence and
 // replication carry: "key K holds state S" (Kind != KindNone) or "key K is
 // gone" (Kind == KindNone). Applying a record twice is harmless. Deadline
-// is in Unix ns; A, B, C are the algorithm's state words; Log holds
-// RL.LOG's entries (B, a slot number, is meaningless outside a process).
+// is in Unix ns. A, B, C are the state in its storage form: the three
+// words each algorithm's file names in its state type (fixedState in
+// fixed.go, and so on). Log holds the run log of a kind with one
+// (RL.LOG), oldest first; B, derived from it, is 0 in such a record.
 type Record struct {
 	Key      string
 	Kind     Kind
@@ -16,8 +18,8 @@ type Record struct {
 // recordOf turns a parsed record into the Record persistence carries.
 func recordOf(p parsed) Record {
 	e := p.e
-	r := Record{Key: string(p.key), Kind: e.kind, Deadline: e.deadline, A: e.a, B: e.b, C: e.c}
-	if e.kind == KindLog {
+	r := Record{Key: string(p.key), Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c}
+	if algorithmOf(e.kind).hasRuns {
 		r.Log = decodeRuns(nil, uint64(e.deadline), p.runs)
 		r.B = 0 // the oldest run's time, derived from the log
 	}
@@ -76,12 +78,10 @@ func (e *Engine) apply(r Record, now int64, quiet bool) bool {
 		}
 		return false
 	}
-	en := entry{kind: r.Kind, deadline: r.Deadline, a: r.A, b: r.B, c: r.C}
-	if r.Kind == KindLog {
-		en.b, en.c = int64(logOldest(r.Log)), 0
-	}
+	en := entry{kind: r.Kind, deadline: r.Deadline, w: words{r.A, r.B, r.C}}
 	var runs []byte
-	if r.Kind == KindLog {
+	if algorithmOf(r.Kind).hasRuns {
+		en.w.b, en.w.c = int64(logOldest(r.Log)), 0
 		runs = appendRuns(nil, uint64(r.Deadline), r.Log)
 	}
 	s.putLocked(off, oldEnd, h, key, en, runs)

@@ -69,10 +69,10 @@ func TestShrinkModel(t *testing.T) {
 			require.Equal(t, model[k], ok, "seed %d round %d op %d key %s", seed, round, op, k)
 			switch {
 			case !ok && r.IntN(3) > 0:
-				s.putLocked(0, 0, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op)}, nil)
+				s.putLocked(0, 0, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op)}.words()}, nil)
 				model[k] = true
 			case ok && r.IntN(3) == 0: // a wider count moves the record
-				s.putLocked(off, parseRecord(s.data, off).end, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op) << (7 * r.IntN(8))}, nil)
+				s.putLocked(off, parseRecord(s.data, off).end, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op) << (7 * r.IntN(8))}.words()}, nil)
 			case ok && r.IntN(2) == 0:
 				remove(k, h, off)
 			}

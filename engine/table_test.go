@@ -34,11 +34,11 @@ func TestTableAgainstMap(t *testing.T) {
 			}
 			switch {
 			case !ok && r.IntN(3) > 0:
-				s.putLocked(0, 0, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op)}, nil)
+				s.putLocked(0, 0, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op)}.words()}, nil)
 				model[k] = true
 			case ok && r.IntN(3) == 0:
 				// A count that needs more varint bytes moves the record.
-				s.putLocked(off, parseRecord(s.data, off).end, h, []byte(k), entry{kind: KindFixed, deadline: never, b: int64(op) << (7 * r.IntN(8))}, nil)
+				s.putLocked(off, parseRecord(s.data, off).end, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op) << (7 * r.IntN(8))}.words()}, nil)
 			case ok && r.IntN(2) == 0:
 				s.removeLocked(off, tagOf(h))
 				delete(model, k)

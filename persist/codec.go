@@ -58,7 +58,7 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 		return r, fmt.Errorf("%w %d", ErrVersion, body[0])
 	}
 	r.Kind = engine.Kind(body[1])
-	if r.Kind == engine.KindNone || r.Kind > engine.KindBucket {
+	if !r.Kind.Known() {
 		return r, fmt.Errorf("%w: kind %d", ErrCorrupt, body[1])
 	}
 	p := body[2:]

@@ -1,0 +1,117 @@
+package engine
+
+import "errors"
+
+// Kind is the algorithm a key holds. A key holds one kind for its life;
+// another algorithm's command on it answers ErrWrongType.
+type Kind uint8
+
+// The kinds of key. KindNone is "no such key". A kind is stored in the low
+// three bits of a record's header (record.go), so there is room for seven.
+const (
+	KindNone Kind = iota
+	KindThrottle
+	KindFixed
+	KindLog
+	KindSlide
+	KindBucket
+)
+
+// ErrWrongType: the key holds another algorithm's state.
+var ErrWrongType = errors.New("engine: wrong kind of value")
+
+// words is a state in its storage form: the three words a record holds
+// (record.go) and persistence carries (Record.A, B, C). What each word
+// means is the business of one algorithm, whose file names them in a
+// state type of its own and converts to and from words.
+type words struct{ a, b, c int64 }
+
+// held is a key's state as the shard hands it to an algorithm and takes
+// it back: the words, an RL.LOG's encoded runs (nil for other kinds), and
+// the deadline (the first Unix ns at which the key is gone).
+type held struct {
+	w        words
+	runs     []byte
+	deadline int64
+}
+
+// Algorithm describes one kind of key: everything the shard, the record
+// codec and persistence need to hold it without knowing what it means.
+// Each algorithm's file defines one and the algorithms table lists it.
+type Algorithm struct {
+	Kind Kind
+	// Name is the algorithm's name: what TYPE answers for RL.* keys, and
+	// what benchmarks and logs call it.
+	Name string
+	// encode appends the state's body to a record whose deadline is dl
+	// (record.go's body column). Every encoding is total: any words
+	// round-trip exactly, with wrapping arithmetic.
+	encode func(dst []byte, dl uint64, w words, runs []byte) []byte
+	// decode reads a body at b[i:] written by encode for deadline dl. It
+	// returns the words, the offset of the runs' length for a kind with
+	// runs (0 otherwise), and the offset just past the body. It is on the
+	// lookup's hot path.
+	decode func(b []byte, i int, dl uint64) (w words, runs, end int)
+	// decide runs an RL.* request of p at now against cur (zero for a
+	// fresh key), a pure function: write reports that next must be
+	// stored; a rejected request or a peek writes nothing. scratch is
+	// room for next's runs, owned by the shard. nil for CL.THROTTLE, which
+	// Store.Throttle decides with redis-cell's arguments.
+	decide func(p Params, cur held, now int64, scratch []byte) (next held, r Result, write bool)
+	// lifeMs is the key's remaining life in ms as TTL reports it, for a
+	// key with a deadline; nil means the deadline's ms, rounded up.
+	lifeMs func(e entry, now int64) int64
+	// hasRuns: the state includes a log of runs (log.go), carried as
+	// Record.Log and derived into words on the way in.
+	hasRuns bool
+}
+
+// algorithms is the table of every kind, indexed by Kind. A new algorithm
+// is one file (its state, decision, codec and Algorithm) and one row here.
+var algorithms = []*Algorithm{
+	KindThrottle: &throttleAlgorithm,
+	KindFixed:    &fixedAlgorithm,
+	KindLog:      &logAlgorithm,
+	KindSlide:    &slideAlgorithm,
+	KindBucket:   &bucketAlgorithm,
+}
+
+// algorithmOf returns k's descriptor; k must be a kind of the table
+// (records only hold such kinds).
+func algorithmOf(k Kind) *Algorithm { return algorithms[k] }
+
+// Known reports whether k is an algorithm of the table (KindNone is not).
+func (k Kind) Known() bool { return int(k) < len(algorithms) && algorithms[k] != nil }
+
+// Name is the algorithm's name, "none" for KindNone or an unknown kind.
+func (k Kind) Name() string {
+	if !k.Known() {
+		return "none"
+	}
+	return algorithms[k].Name
+}
+
+// Kinds lists the kinds of the table in order.
+func Kinds() []Kind {
+	var ks []Kind
+	for k := range algorithms {
+		if Kind(k).Known() {
+			ks = append(ks, Kind(k))
+		}
+	}
+	return ks
+}
+
+// plain adapts the decision of an algorithm whose whole state is a small
+// value S kept in words: the state changes only on an admission, and
+// the key then lives until it is fresh again (ResetAfter).
+func plain[S comparable](decide func(Params, S, int64) (S, Result), of func(words) S, to func(S) words) func(Params, held, int64, []byte) (held, Result, bool) {
+	return func(p Params, cur held, now int64, _ []byte) (held, Result, bool) {
+		s := of(cur.w)
+		next, r := decide(p, s, now)
+		if next == s { // a rejection or a peek
+			return cur, r, false
+		}
+		return held{w: to(next), deadline: deadlineAfter(now, r.ResetAfter)}, r, true
+	}
+}

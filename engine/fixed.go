@@ -1,0 +1,66 @@
+package engine
+
+import "encoding/binary"
+
+// RL.FIXED, the fixed window counter: the count of the window that now
+// falls in (windows start at multiples of the window length since the
+// Unix epoch). Cheap and easy to explain, but a burst on each side of a
+// boundary passes twice the limit in a rolling window.
+
+// fixedState is an RL.FIXED key's state. The zero value is fresh.
+type fixedState struct {
+	start int64 // start of the window count belongs to, Unix ns
+	count int64 // units admitted in that window
+}
+
+func fixedOf(w words) fixedState  { return fixedState{start: w.a, count: w.b} }
+func (s fixedState) words() words { return words{a: s.start, b: s.count} }
+
+var fixedAlgorithm = Algorithm{
+	Kind: KindFixed, Name: "fixed",
+	// Body: zz(deadline - start) | count.
+	encode: func(dst []byte, dl uint64, w words, _ []byte) []byte {
+		s := fixedOf(w)
+		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(s.start))))
+		return binary.AppendUvarint(dst, uint64(s.count))
+	},
+	decode: func(b []byte, i int, dl uint64) (words, int, int) {
+		var s fixedState
+		u, i := uvarint(b, i)
+		s.start = int64(dl - uint64(unzz(u)))
+		u, i = uvarint(b, i)
+		s.count = int64(u)
+		return s.words(), 0, i
+	},
+	decide: plain(fixedDecide, fixedOf, fixedState.words),
+}
+
+// fixedDecide decides an RL.FIXED request. The count carries over only
+// while now is in that same window under the current window length, so
+// changing the window length starts afresh unless the old start is also
+// the new one.
+func fixedDecide(p Params, s fixedState, now int64) (fixedState, Result) {
+	start := now - now%p.Window
+	count := int64(0)
+	if s.start == start {
+		count = s.count
+	}
+	end := satAdd(start, p.Window)
+	r := Result{Limit: p.Limit, RetryAfter: -1}
+	if fitsUnder(count, p.Cost, p.Limit) {
+		if p.Cost > 0 {
+			count += p.Cost
+			s = fixedState{start: start, count: count}
+		}
+	} else {
+		r.Limited = true
+		if p.Cost <= p.Limit {
+			r.RetryAfter = end - now
+		}
+	}
+	r.Remaining = max(p.Limit-count, 0)
+	if count > 0 {
+		r.ResetAfter = end - now
+	}
+	return s, r
+}

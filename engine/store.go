@@ -1,0 +1,121 @@
+package engine
+
+// Delete removes key and reports whether it existed.
+func (st Store) Delete(key []byte, now int64) bool {
+	s, h := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	off, _, _, ok := s.lookupLocked(h, key, now)
+	if ok {
+		s.removeLocked(off, tagOf(h))
+	}
+	return ok
+}
+
+// Type returns the kind of key, KindNone if it does not exist.
+func (st Store) Type(key []byte, now int64) Kind {
+	s, h := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	_, cur, _, ok := s.lookupLocked(h, key, now)
+	if !ok {
+		return KindNone
+	}
+	return cur.kind
+}
+
+// Life is how long a key has to live.
+type Life struct {
+	Found   bool  // the key exists
+	Forever bool  // it has no expiry
+	Ms      int64 // else: ms left (Redis's expire_ms - now_ms for CL.THROTTLE; until the state is fresh, rounded up, for RL.*)
+}
+
+// Life returns how long key has to live at now.
+func (st Store) Life(key []byte, now int64) Life {
+	s, h := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	_, e, _, ok := s.lookupLocked(h, key, now)
+	switch {
+	case !ok:
+		return Life{}
+	case e.deadline == never:
+		return Life{Found: true, Forever: true}
+	}
+	if life := algorithmOf(e.kind).lifeMs; life != nil {
+		return Life{Found: true, Ms: life(e, now)}
+	}
+	return Life{Found: true, Ms: ceilDiv(e.deadline-now, 1_000_000)}
+}
+
+// deadlineAfter is now + wait, capped below never: a key that becomes fresh
+// only centuries from now still expires (in 2262, as far as ns reach).
+func deadlineAfter(now, wait int64) int64 { return min(satAdd(now, wait), maxDeadline) }
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// MemoryUsage estimates the bytes key occupies (MEMORY USAGE): key bytes,
+// its index slot and its state. 0 and false for a missing key.
+func (st Store) MemoryUsage(key []byte, now int64) (int64, bool) {
+	s, h := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	off, _, end, ok := s.lookupLocked(h, key, now)
+	if !ok {
+		return 0, false
+	}
+	// The record (key, state, log) and its table slot (8 bytes at the
+	// table's average load of 1/2).
+	return int64(end-off) + 16, true
+}
+
+// Len returns the number of keys held, including expired keys not yet
+// dropped (as Redis's DBSIZE does).
+func (st Store) Len() int {
+	n := 0
+	for _, s := range st.e.shards {
+		st.lock(s)
+		n += s.count
+		st.unlock(s)
+	}
+	return n
+}
+
+// MemoryStats describes the keyspace's memory outside the Go heap (or in
+// it, for small shards): what INFO memory reports.
+type MemoryStats struct {
+	Held    int64 // bytes of data regions and key tables held (retired ones too)
+	Records int64 // bytes of live records
+	Garbage int64 // bytes of dead records awaiting compaction
+}
+
+// Memory sums the shards' MemoryStats.
+func (st Store) Memory() MemoryStats {
+	var m MemoryStats
+	for _, s := range st.e.shards {
+		st.lock(s)
+		m.Held += int64(cap(s.data) + 8*len(s.slots) + 8*len(s.old))
+		for _, r := range s.mem.retired {
+			m.Held += int64(cap(r))
+		}
+		m.Records += int64(len(s.data) - s.garbage)
+		m.Garbage += int64(s.garbage)
+		st.unlock(s)
+	}
+	return m
+}
+
+// Flush removes every key.
+func (st Store) Flush() {
+	for _, s := range st.e.shards {
+		st.lock(s)
+		s.mem.release()
+		s.slots, s.count, s.data, s.garbage = nil, 0, nil, 0
+		s.old, s.migrated = nil, 0
+		s.compacting, s.sweepAt = false, 0
+		s.relFrom, s.relTo = 0, 0
+		s.flushedLocked()
+		st.unlock(s)
+	}
+}
