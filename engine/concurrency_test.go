@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,14 +24,20 @@ func TestNoOverAdmission(t *testing.T) {
 				defer wg.Done()
 				for i := 0; i < 50; i++ {
 					var limited bool
+					// Not require: FailNow must not be called off the
+					// test goroutine. assert marks the test failed.
 					if kind == KindThrottle {
 						gc, _ := NewGCRA(99, 1, 60)
 						r, err := st.Throttle([]byte("hot"), gc, 1, now)
-						require.NoError(t, err)
+						if !assert.NoError(t, err) {
+							return
+						}
 						limited = r.Limited
 					} else {
 						r, err := st.Limit(kind, []byte("hot"), Params{Limit: 100, Window: 60e9, Rate: 1, Cost: 1}, now)
-						require.NoError(t, err)
+						if !assert.NoError(t, err) {
+							return
+						}
 						limited = r.Limited
 					}
 					if !limited {
@@ -40,6 +47,9 @@ func TestNoOverAdmission(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
 		require.Equal(t, int64(100), admitted.Load(), kind.Name())
 	}
 }

@@ -4,6 +4,7 @@ package server_test
 // and redis-benchmark, against an in-process server on the manual clock.
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -612,20 +613,44 @@ func TestRedisBenchmark(t *testing.T) {
 // killer counted must see its socket closed.
 func TestKillWhileConnecting(t *testing.T) {
 	s := rltest.Start(t)
-	killer := rltest.Dial(t, s.Addr.String())
+	// The killer runs off the test goroutine, where neither require nor
+	// rltest.Conn (which calls t.Fatalf) may be used: it talks over a raw
+	// connection and hands its count, or its error, back to the test
+	// goroutine.
+	killer, err := net.DialTimeout("tcp", s.Addr.String(), 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { killer.Close() })
+	type kills struct {
+		n   int
+		err error
+	}
 	stop := make(chan struct{})
-	killed := make(chan int)
+	killed := make(chan kills, 1) // buffered: the killer never blocks on a test that gave up
 	go func() {
+		rd := bufio.NewReader(killer)
 		n := 0
 		for {
 			select {
 			case <-stop:
-				killed <- n
+				killed <- kills{n, nil}
 				return
 			default:
 			}
-			v, err := strconv.Atoi(killer.Do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"))
-			require.NoError(t, err)
+			killer.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := killer.Write(rltest.Encode("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")); err != nil {
+				killed <- kills{n, fmt.Errorf("CLIENT KILL: write: %w", err)}
+				return
+			}
+			r, err := rltest.ReadReply(rd)
+			if err != nil {
+				killed <- kills{n, fmt.Errorf("CLIENT KILL: read reply: %w", err)}
+				return
+			}
+			v, err := strconv.Atoi(r)
+			if err != nil {
+				killed <- kills{n, fmt.Errorf("CLIENT KILL reply %q: %w", r, err)}
+				return
+			}
 			n += v
 		}
 	}()
@@ -650,7 +675,9 @@ func TestKillWhileConnecting(t *testing.T) {
 		nc.Close()
 	}
 	close(stop)
-	n := <-killed
+	k := <-killed
+	require.NoError(t, k.err)
+	n := k.n
 	t.Logf("%d connections closed by the killer before their PING; %d kills counted", closed, n)
 	require.LessOrEqual(t, closed, n)
 }
