@@ -610,7 +610,10 @@ func TestRedisBenchmark(t *testing.T) {
 // closes every client it counts, including one it finds the instant it is
 // listed (its close function is in place before it is listed; the race
 // detector checks that nothing is set afterwards). Every connection the
-// killer counted must see its socket closed.
+// killer counted must see its socket closed, without sending anything
+// more, and no other connection is closed: the test keeps every
+// connection open until the killer stops, and the connections it then
+// finds closed are exactly as many as the kills counted.
 func TestKillWhileConnecting(t *testing.T) {
 	s := rltest.Start(t)
 	// The killer runs off the test goroutine, where neither require nor
@@ -655,9 +658,11 @@ func TestKillWhileConnecting(t *testing.T) {
 		}
 	}()
 	closed := 0
+	var served []net.Conn // answered their PING; the killer may take them later
 	for i := 0; i < 200; i++ {
 		nc, err := net.Dial("tcp", s.Addr.String())
 		require.NoError(t, err)
+		t.Cleanup(func() { nc.Close() })
 		// A killed connection answers nothing more: its read ends with
 		// EOF or a reset; one that survives answers PING.
 		_, err = nc.Write([]byte("PING\r\n"))
@@ -667,17 +672,59 @@ func TestKillWhileConnecting(t *testing.T) {
 		n, err := nc.Read(buf)
 		if err != nil {
 			closed++
-		} else {
-			require.Equal(t, "+PONG\r\n", string(buf[:n]))
-			// It was served; the killer may take it later, which
-			// closes it: wait for that or close it ourselves.
+			continue
 		}
-		nc.Close()
+		require.Equal(t, "+PONG\r\n", string(buf[:n]))
+		served = append(served, nc) // kept open: the killer may close it
 	}
 	close(stop)
 	k := <-killed
 	require.NoError(t, k.err)
 	n := k.n
-	t.Logf("%d connections closed by the killer before their PING; %d kills counted", closed, n)
-	require.LessOrEqual(t, closed, n)
+	early := closed
+	// The killer has stopped and every kill it counted was done before its
+	// reply. A served connection it took sees EOF (or a reset) without
+	// sending anything; one it did not take stays open (its read times
+	// out) and still answers PING. The reads wait together, for one
+	// second at most.
+	type probe struct {
+		nc     net.Conn
+		closed bool
+		err    error
+	}
+	probes := make(chan probe, len(served))
+	deadline := time.Now().Add(time.Second)
+	for _, nc := range served {
+		go func() {
+			nc.SetReadDeadline(deadline)
+			buf := make([]byte, 16)
+			n, err := nc.Read(buf)
+			var ne net.Error
+			switch {
+			case errors.As(err, &ne) && ne.Timeout():
+				probes <- probe{nc: nc}
+			case err != nil:
+				probes <- probe{nc: nc, closed: true}
+			default:
+				probes <- probe{nc: nc, err: fmt.Errorf("unexpected data %q on an idle connection", buf[:n])}
+			}
+		}()
+	}
+	for range served {
+		p := <-probes
+		require.NoError(t, p.err)
+		if p.closed {
+			closed++
+			continue
+		}
+		p.nc.SetDeadline(time.Now().Add(10 * time.Second))
+		_, err := p.nc.Write([]byte("PING\r\n"))
+		require.NoError(t, err, "a connection the killer did not close")
+		buf := make([]byte, 16)
+		m, err := p.nc.Read(buf)
+		require.NoError(t, err, "a connection left open must answer PING (an EOF here: killed, but its socket was not closed)")
+		require.Equal(t, "+PONG\r\n", string(buf[:m]))
+	}
+	t.Logf("%d connections closed by the killer before their PING, %d after it; %d kills counted", early, closed-early, n)
+	require.Equal(t, n, closed, "connections seen closed = kills counted")
 }
