@@ -5,11 +5,13 @@ generator of the data-driven transcripts in this directory.
     python3 gen.py            rewrites the *.txt files it owns (deterministic), then replays
                               them through check.py (an independent model)
     python3 gen.py --check    regenerates in memory and fails if a file differs
+    python3 gen.py --out DIR  writes the files into DIR instead (which must exist), then
+                              replays them; engine/gen_test.go compares them with these
 
 Standard library only; exact arithmetic with int and fractions.Fraction (no floats, except
 for the small CL.THROTTLE model, which copies redis-cell's own float steps).
 
-How the oracle is built (see ../../../../shared/spec/algorithms.md):
+How the oracle is built (see docs/algorithms.md at the repository root):
   * each algorithm is a set of pure functions on an immutable state: admit(st, p, t, cost),
     apply(st, p, t, cost) (an admitted write), fresh(st, p, t), expiry(st) (the instant the
     key stops existing, under the parameters it was written with);
@@ -18,10 +20,11 @@ How the oracle is built (see ../../../../shared/spec/algorithms.md):
   * retry_after and reset_after are found by an exact integer-ns search over the wait d
     (binary search of a predicate that is checked to be monotone by probes) and are also
     computed in closed form; both must agree, then they are rounded up to whole ms;
-  * the worst-case streams of algorithms.md are replayed and their admitted/peak counts
+  * the worst-case streams of docs/algorithms.md are replayed and their admitted/peak counts
     asserted against the table of the spec.
 """
 
+import argparse
 import os
 import random
 import sys
@@ -406,7 +409,7 @@ def decide(alg, st, stored_exp, p, now, cost):
 
 
 # ----------------------------------------------------------------------------------------
-# A tiny model of CL.THROTTLE (cl-throttle.md section 6), positive arguments only: enough
+# A tiny model of CL.THROTTLE (docs/cl-throttle.md section 6), positive arguments only: enough
 # to create keys of the other type and to see them expire.
 
 def _trunc_div(a, b):
@@ -571,7 +574,7 @@ class Transcript:
 
 
 # ----------------------------------------------------------------------------------------
-# Worst-case streams (algorithms.md): limit 10 per 1000 ms; bucket capacity 10, 10 per 1 s.
+# Worst-case streams (docs/algorithms.md): limit 10 per 1000 ms; bucket capacity 10, 10 per 1 s.
 
 def stream_times_ms(which):
     if which == "A":
@@ -585,7 +588,7 @@ def stream_times_ms(which):
     raise ValueError(which)
 
 
-SPEC_TABLE = {  # algorithm -> {stream: (admitted, peak)}, copied from algorithms.md
+SPEC_TABLE = {  # algorithm -> {stream: (admitted, peak)}, copied from docs/algorithms.md
     "fixed": {"A": (20, 20), "B": (100, 10), "C": (100, 10), "D": (30, 20)},
     "log": {"A": (10, 10), "B": (100, 10), "C": (100, 10), "D": (20, 10)},
     "slide": {"A": (11, 11), "B": (100, 10), "C": (95, 10), "D": (29, 19)},
@@ -1492,11 +1495,21 @@ def build():
 
 
 def main():
-    check = "--check" in sys.argv[1:]
+    ap = argparse.ArgumentParser(description="Generate the RL transcripts of this directory.")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="regenerate in memory and fail if a file here differs")
+    mode.add_argument("--out", metavar="DIR",
+                      help="write the files into DIR (which must exist) instead of here")
+    args = ap.parse_args()
+    check = args.check
+    outdir = args.out if args.out is not None else HERE
+    if not os.path.isdir(outdir):
+        ap.error("--out %s: not a directory" % outdir)
     out = build()
     bad = []
     for name, text in sorted(out.items()):
-        path = os.path.join(HERE, name + ".txt")
+        path = os.path.join(outdir, name + ".txt")
         if check:
             try:
                 with open(path) as f:
@@ -1515,7 +1528,7 @@ def main():
     # replay every generated file through the independent checker (check.py)
     sys.path.insert(0, HERE)
     import check
-    check.main([os.path.join(HERE, name + ".txt") for name in sorted(out)])
+    check.main([os.path.join(outdir, name + ".txt") for name in sorted(out)])
 
 
 if __name__ == "__main__":
