@@ -1,20 +1,15 @@
 package commands
 
 import (
-	"context"
-
-	"fmt"
-	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
-	"log/slog"
-	"strings"
-	"time"
 )
 
-// newTable is rlserver's command table: every command the dispatcher
+// NewTable returns rlserver's command table: every command the dispatcher
 // knows, with Redis's arity, flags, key positions and ACL categories, so
-// COMMAND (which clients cache) describes it truthfully.
-func newTable() Table {
+// COMMAND (which clients cache) describes it truthfully. Each call builds
+// a table of its own (a node counts per command in its own slice, by
+// Index).
+func NewTable() Table {
 	const (
 		conn   = "connection"
 		keys   = "generic"
@@ -103,6 +98,9 @@ func newTable() Table {
 	for _, c := range cmds {
 		t[c.Name] = c
 	}
+	for i, c := range t.All() {
+		c.Index = i
+	}
 	return t
 }
 
@@ -117,45 +115,4 @@ func subTable(parent string, subs []*Command) map[string]*Command {
 		m[short] = s
 	}
 	return m
-}
-
-// slogLevel parses Redis's and slog's level names.
-type slogLevel struct{ level slog.Level }
-
-func (l *slogLevel) parse(v string) error {
-	switch strings.ToLower(v) {
-	case "debug", "verbose":
-		l.level = slog.LevelDebug
-	case "info", "notice":
-		l.level = slog.LevelInfo
-	case "warn", "warning":
-		l.level = slog.LevelWarn
-	case "error":
-		l.level = slog.LevelError
-	default:
-		return fmt.Errorf("invalid log level %q", v)
-	}
-	return nil
-}
-
-// ParseLogLevel parses a --log-level value (debug, info, warn, error and
-// Redis's verbose, notice, warning).
-func ParseLogLevel(v string) (slog.Level, error) {
-	var l slogLevel
-	err := l.parse(v)
-	return l.level, err
-}
-
-// RunExpiry drops expired keys in the background every interval until ctx
-// is done, counting them for INFO stats (expired_keys).
-func (s *Server) RunExpiry(ctx context.Context, interval time.Duration) {
-	clock.Every(ctx, interval, func() {
-		st := s.Engine.Sweep(s.Clock.Now())
-		s.stats.expiredKeys.Add(int64(st.Expired))
-		for h := int64(st.LongestHold); ; {
-			if old := s.stats.expireHold.Load(); h <= old || s.stats.expireHold.CompareAndSwap(old, h) {
-				break // (a CONFIG RESETSTAT in between is not overwritten)
-			}
-		}
-	})
 }

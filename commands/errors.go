@@ -2,12 +2,16 @@ package commands
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/rlserver/rlserver/engine"
 )
 
 // Error is an error reply; its text is exactly what goes on the wire after
-// the '-' (Redis prefixes such as "ERR " or "WRONGTYPE " included).
+// the '-' (Redis prefixes such as "ERR " or "WRONGTYPE " included). Every
+// text rlserver sends is here: fixed ones as constants, those that quote
+// an argument as functions.
 type Error string
 
 func (e Error) Error() string { return string(e) }
@@ -16,8 +20,10 @@ func (e Error) Error() string { return string(e) }
 const (
 	ErrSyntax        Error = "ERR syntax error"
 	ErrNotInteger    Error = "ERR value is not an integer or out of range"
+	ErrNotPositive   Error = "ERR value is out of range, must be positive"
 	ErrWrongType     Error = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	ErrNoAuth        Error = "NOAUTH Authentication required."
+	ErrHelloNoAuth   Error = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
 	ErrWrongPass     Error = "WRONGPASS invalid username-password pair or user is disabled."
 	ErrAuthNoPass    Error = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 	ErrDBIndex       Error = "ERR DB index is out of range"
@@ -27,25 +33,107 @@ const (
 	ErrExecNoMulti   Error = "ERR EXEC without MULTI"
 	ErrDiscardNoMult Error = "ERR DISCARD without MULTI"
 	ErrExecAbort     Error = "EXECABORT Transaction discarded because of previous errors."
+	ErrNotInMulti    Error = "ERR Command not allowed inside a transaction"
 	ErrNoSuchClient  Error = "ERR No such client"
 	ErrClientName    Error = "ERR Client names cannot contain spaces, newlines or special characters."
+	ErrClientID      Error = "ERR Invalid client ID"
+	ErrKillClientID  Error = "ERR client-id should be greater than 0"
 	ErrInvalidExpire Error = "ERR invalid expire time in 'set' command"
+	ErrInvalidCursor Error = "ERR invalid cursor"
+	ErrNoLFU         Error = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
 	ErrKeyTooLong    Error = "ERR Protocol error: key too long"
 	ErrNeedManual    Error = "ERR DEBUG CLOCK needs the manual clock (--clock manual)"
 	ErrClockBack     Error = "ERR DEBUG CLOCK SET would move the clock backwards"
 	ErrClockValue    Error = "ERR DEBUG CLOCK invalid time or duration"
 	ErrMaxClients    Error = "ERR max number of clients reached"
 	ErrPersistOff    Error = "ERR persistence is disabled (--save-interval 0)"
+	ErrNoShutdown    Error = "ERR No shutdown in progress."
+	ErrBgsaveRunning Error = "ERR Background save already in progress"
+	// ErrReadOnly is what a replica answers to a write.
+	ErrReadOnly Error = "READONLY You can't write against a read only replica."
 )
 
+// ErrWrongArgs is Redis's arity error for the command (or "parent|sub").
+func ErrWrongArgs(name string) Error {
+	return Error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+}
+
+// ErrUnknownCommand words the error as Redis 7 does: the name, then the
+// arguments quoted, stopping once 128 bytes of them are listed.
+func ErrUnknownCommand(args [][]byte) Error {
+	b := make([]byte, 0, 128)
+	for _, a := range args[1:] {
+		if len(b) >= 128 {
+			break
+		}
+		n := min(len(a), 128-len(b))
+		b = append(b, '\'')
+		b = append(b, a[:n]...)
+		b = append(b, '\'', ' ')
+	}
+	return Error(fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", args[0], b))
+}
+
+// ErrUnknownSubcommand is Redis's error for a container's unknown
+// subcommand.
+func ErrUnknownSubcommand(sub []byte, parent string) Error {
+	return Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, strings.ToUpper(parent)))
+}
+
+// ErrHelloOption: an option HELLO does not know.
+func ErrHelloOption(opt []byte) Error {
+	return Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", opt))
+}
+
+// ErrClientInfoChars: a CLIENT SETINFO value with spaces or control bytes.
+func ErrClientInfoChars(attr string) Error {
+	return Error(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr))
+}
+
+// ErrUnrecognizedOption: a CLIENT SETINFO attribute it does not know.
+func ErrUnrecognizedOption(opt []byte) Error {
+	return Error(fmt.Sprintf("ERR Unrecognized option '%s'", opt))
+}
+
+// ErrClientType: CLIENT LIST TYPE with an unknown type.
+func ErrClientType(t []byte) Error { return Error(fmt.Sprintf("ERR Unknown client type '%s'", t)) }
+
+// ErrConfigUnknown, ErrConfigImmutable and ErrConfigFailed are CONFIG
+// SET's refusals: no such parameter, one fixed at start, a bad value.
+func ErrConfigUnknown(name []byte) Error {
+	return Error(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", name))
+}
+
+func ErrConfigImmutable(name string) Error {
+	return Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", name))
+}
+
+func ErrConfigFailed(name string, err error) Error {
+	return Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, err))
+}
+
+// ErrPeriod: an RL.* window or period that does not parse or is out of
+// range.
+func ErrPeriod(arg []byte) Error {
+	return Error(fmt.Sprintf("ERR invalid period '%s': use an integer with ms, s, m, h or d, from 1ms to 3650d", arg))
+}
+
 // CL.THROTTLE keeps redis-cell's texts, which carry no "ERR " prefix
-// (cl-throttle.md §2.3).
+// (docs/cl-throttle.md §2.3).
 const (
 	ErrCellUsage    Error = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
 	ErrCellZeroRate Error = "Cell error: Store error: Zero rates are not supported"
 	ErrCellExpire   Error = "Cell error: Store error: Error while setting key expire"
-	cellParsePrefix       = "Cell error: Store error: Couldn't parse as integer: "
 )
+
+// ErrCellParse: a CL.THROTTLE argument that is not an integer.
+func ErrCellParse(arg []byte) Error {
+	return Error("Cell error: Store error: Couldn't parse as integer: " + string(arg))
+}
+
+// ErrCellUTF8: a CL.THROTTLE argument that is not UTF-8, with the message
+// Rust's decoder gives (utf8Error).
+func ErrCellUTF8(msg string) Error { return Error("Cell error: " + msg) }
 
 // errorReply maps an error to its wire text, in one place: sentinel errors
 // of lower layers get Redis's (or redis-cell's) wording.

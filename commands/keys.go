@@ -193,7 +193,7 @@ func cmdFlushAll(x *Ctx) {
 func cmdKeys(x *Ctx) {
 	pat := x.Args[1]
 	var keys []string
-	for i := 0; i < x.S.Engine.Shards(); i++ {
+	for i := 0; i < x.N.Shards(); i++ {
 		x.Store.ScanShard(i, x.Now, func(k engine.KeyInfo) {
 			if globMatch(pat, []byte(k.Key), false) {
 				keys = append(keys, k.Key)
@@ -215,7 +215,7 @@ func cmdKeys(x *Ctx) {
 func cmdScan(x *Ctx) {
 	cursor, err := strconv.ParseUint(string(x.Args[1]), 10, 64)
 	if err != nil {
-		x.Error(Error("ERR invalid cursor"))
+		x.Error(ErrInvalidCursor)
 		return
 	}
 	count := 10
@@ -250,7 +250,7 @@ func cmdScan(x *Ctx) {
 	const slotBits = engine.ScanPosBits
 	shard, slot := int(cursor>>slotBits), int64(cursor&(1<<slotBits-1))
 	var keys []string
-	for shard < x.S.Engine.Shards() && len(keys) < count {
+	for shard < x.N.Shards() && len(keys) < count {
 		next := x.Store.ScanSlots(shard, slot, count-len(keys), x.Now, func(k engine.KeyInfo) {
 			if match != nil && !globMatch(match, []byte(k.Key), false) {
 				return
@@ -267,7 +267,7 @@ func cmdScan(x *Ctx) {
 		}
 	}
 	next := uint64(0)
-	if shard < x.S.Engine.Shards() {
+	if shard < x.N.Shards() {
 		next = uint64(shard)<<slotBits | uint64(slot)
 	}
 	x.W.Array(2)
@@ -327,7 +327,7 @@ func cmdObjectFreq(x *Ctx) {
 		x.W.Null()
 		return
 	}
-	x.Error(Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."))
+	x.Error(ErrNoLFU)
 }
 
 func cmdObjectHelp(x *Ctx) {

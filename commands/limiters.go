@@ -1,19 +1,11 @@
 package commands
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 )
-
-// ErrNotPositive is Redis's wording for a negative count or limit.
-const ErrNotPositive Error = "ERR value is out of range, must be positive"
-
-func errPeriod(arg []byte) Error {
-	return Error(fmt.Sprintf("ERR invalid period '%s': use an integer with ms, s, m, h or d, from 1ms to 3650d", arg))
-}
 
 // limiter returns the handler of an RL.* command: RL.FIXED, RL.LOG and
 // RL.SLIDE take key limit window [COST n]; RL.BUCKET takes key capacity
@@ -56,7 +48,7 @@ func parseLimitArgs(kind engine.Kind, args [][]byte) (engine.Params, error) {
 	}
 	w, err := clock.ParsePeriod(rest[0])
 	if err != nil {
-		return p, errPeriod(rest[0])
+		return p, ErrPeriod(rest[0])
 	}
 	p.Window = w
 	rest = rest[1:]

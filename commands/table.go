@@ -35,8 +35,8 @@ var flagNames = []struct {
 }
 
 // Command is one entry of the command table: everything the dispatcher
-// checks before the handler runs, what COMMAND and COMMAND DOCS report, and
-// the counters INFO commandstats prints.
+// checks before the handler runs, and what COMMAND and COMMAND DOCS
+// report.
 type Command struct {
 	Name  string // lower case; subcommands are "parent|sub"
 	Arity int    // Redis convention: n exact, -n at least n (name included)
@@ -55,8 +55,10 @@ type Command struct {
 	Run func(x *Ctx)
 	// Sub holds subcommands by lower-case name (CLIENT SETNAME ...).
 	Sub map[string]*Command
-
-	stats cmdStats
+	// Index numbers the commands and subcommands of a table from 0, in
+	// name order (NewTable), so that the node can keep per-command
+	// counters in a slice.
+	Index int
 }
 
 // Table is a command table indexed by lower-case name.
@@ -65,8 +67,8 @@ type Table map[string]*Command
 // maxNameLen bounds command names looked up without allocating.
 const maxNameLen = 32
 
-// lookup finds a command by a name of any case without allocating.
-func (t Table) lookup(name []byte) *Command {
+// Lookup finds a command by a name of any case without allocating.
+func (t Table) Lookup(name []byte) *Command {
 	if len(name) > maxNameLen {
 		return nil
 	}
@@ -80,8 +82,8 @@ func (t Table) lookup(name []byte) *Command {
 	return t[string(buf[:len(name)])]
 }
 
-// sorted returns the table's commands ordered by name.
-func (t Table) sorted() []*Command {
+// Sorted returns the table's commands ordered by name.
+func (t Table) Sorted() []*Command {
 	out := make([]*Command, 0, len(t))
 	for _, c := range t {
 		out = append(out, c)
@@ -90,18 +92,20 @@ func (t Table) sorted() []*Command {
 	return out
 }
 
-func (c *Command) hasFlag(f Flag) bool { return c.Flags&f != 0 }
+// Has reports whether the command has flag f.
+func (c *Command) Has(f Flag) bool { return c.Flags&f != 0 }
 
-// arityOK reports whether n arguments (name included) satisfy the arity.
-func (c *Command) arityOK(n int) bool {
+// ArityOK reports whether n arguments (name included) satisfy the arity.
+func (c *Command) ArityOK(n int) bool {
 	if c.Arity >= 0 {
 		return n == c.Arity
 	}
 	return n >= -c.Arity
 }
 
-// keyPositions calls fn with the index of every key argument in args.
-func (c *Command) keyPositions(nargs int, fn func(i int)) {
+// KeyPositions calls fn with the index of every key argument of a command
+// of nargs arguments.
+func (c *Command) KeyPositions(nargs int, fn func(i int)) {
 	if c.FirstKey <= 0 {
 		return
 	}
@@ -146,7 +150,7 @@ func (c *Command) writeInfo(w Writer) {
 	} else {
 		w.Array(0)
 	}
-	subs := Table(c.Sub).sorted()
+	subs := Table(c.Sub).Sorted()
 	w.Array(len(subs))
 	for _, s := range subs {
 		s.writeInfo(w)
@@ -157,7 +161,7 @@ func (c *Command) writeKeySpec(w Writer) {
 	flags := c.KeySpecFlags
 	if flags == nil {
 		switch {
-		case c.hasFlag(FlagWrite):
+		case c.Has(FlagWrite):
 			flags = []string{"RW", "access", "update"}
 		default:
 			flags = []string{"RO", "access"}
@@ -199,7 +203,7 @@ func (c *Command) writeKeySpec(w Writer) {
 // writeDocs writes the command's COMMAND DOCS map.
 func (c *Command) writeDocs(w Writer) {
 	n := 3
-	subs := Table(c.Sub).sorted()
+	subs := Table(c.Sub).Sorted()
 	if len(subs) > 0 {
 		n++
 	}
@@ -220,8 +224,25 @@ func (c *Command) writeDocs(w Writer) {
 	}
 }
 
-// displayName is the name used in "wrong number of arguments for '...'".
-func (c *Command) displayName() string { return c.Name }
+// All returns every command and subcommand of the table, ordered by name.
+func (t Table) All() []*Command {
+	var all []*Command
+	for _, c := range t {
+		all = append(all, c)
+		for _, sc := range c.Sub {
+			all = append(all, sc)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	return all
+}
 
-// upperParent returns the parent's name in upper case for "Try X HELP.".
-func upperParent(name string) string { return strings.ToUpper(name) }
+// Find resolves "name" or "parent|sub" (COMMAND INFO, COMMAND DOCS).
+func (t Table) Find(n []byte) *Command {
+	parent, sub, hasSub := strings.Cut(string(n), "|")
+	c := t.Lookup([]byte(parent))
+	if c == nil || !hasSub {
+		return c
+	}
+	return Table(c.Sub).Lookup([]byte(sub))
+}

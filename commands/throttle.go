@@ -8,7 +8,7 @@ import (
 )
 
 // cmdThrottle is CL.THROTTLE key max_burst count period [quantity], checked
-// in redis-cell's order (cl-throttle.md §2.1): UTF-8 of every argument,
+// in redis-cell's order (docs/cl-throttle.md §2.1): UTF-8 of every argument,
 // argument count, integers left to right, zero rate; then the decision.
 func cmdThrottle(x *Ctx) {
 	for _, a := range x.Args[1:] {
@@ -16,7 +16,7 @@ func cmdThrottle(x *Ctx) {
 			continue
 		}
 		if msg, bad := utf8Error(a); bad {
-			x.Error(Error("Cell error: " + msg))
+			x.Error(ErrCellUTF8(msg))
 			return
 		}
 	}
@@ -29,7 +29,7 @@ func cmdThrottle(x *Ctx) {
 	for i, a := range x.Args[2:] {
 		v, ok := parseInt64(a)
 		if !ok {
-			x.Error(Error(cellParsePrefix + string(a)))
+			x.Error(ErrCellParse(a))
 			return
 		}
 		n[i] = v

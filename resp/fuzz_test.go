@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/clock"
-	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -37,8 +37,8 @@ func FuzzRequest(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	cfg := commands.Config{Shards: 4, ClockMode: "manual", MaxClients: 100, Limits: commands.Limits{MaxArgs: 64, MaxArgLen: 4096, MaxKeyLen: 256, MaxOutput: 1 << 20}}
-	srv := commands.NewServer(cfg, engine.New(4), clock.NewManual(rltest.StartNs), nil, nil)
+	cfg := node.Config{Shards: 4, ClockMode: "manual", MaxClients: 100, Limits: node.Limits{MaxArgs: 64, MaxArgLen: 4096, MaxKeyLen: 256, MaxOutput: 1 << 20}}
+	srv := node.New(cfg, engine.New(4), clock.NewManual(rltest.StartNs), node.Options{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := srv.NewClient("fuzz:1", "fuzz:2", nil)
 		if err != nil {

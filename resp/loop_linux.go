@@ -12,8 +12,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rlserver/rlserver/commands"
-	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/node"
 )
 
 // Event loops, Redis's model: on Linux, plain TCP and Unix connections
@@ -48,7 +47,7 @@ type loop struct {
 // lconn is one connection on a loop.
 type lconn struct {
 	fd   int // owned by the connection: closed by the loop
-	c    *commands.Client
+	c    *node.Client
 	rd   *Reader
 	w    *Writer
 	src  pollSource
@@ -94,7 +93,7 @@ func (s *Server) startLoops() bool {
 	for range n {
 		l, err := newLoop(s, len(s.loops))
 		if err != nil {
-			s.cmds.Log.Warn("event loop unavailable, serving connections with goroutines", "err", err)
+			s.node.Logger().Warn("event loop unavailable, serving connections with goroutines", "err", err)
 			for _, l := range s.loops {
 				l.stop.Store(true)
 				l.wakeUp()
@@ -169,7 +168,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 		syscall.Close(fd)
 		return true
 	}
-	srv := s.cmds
+	srv := s.node
 	lc := &lconn{fd: fd, src: pollSource{fd: fd}}
 	c, err := srv.NewClient(addr, laddr, lc.kill)
 	if err != nil {
@@ -211,7 +210,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 	}
 	l.mu.Unlock()
 	if err != nil {
-		srv.Log.Warn("event loop refused a connection", "addr", addr, "err", err)
+		srv.Logger().Warn("event loop refused a connection", "addr", addr, "err", err)
 		lc.mu.Lock()
 		lc.dead = true
 		syscall.Close(fd)
@@ -266,7 +265,7 @@ func (l *loop) wait(idle int) int {
 	// CONFIG SET timeout comes while the loop sleeps.
 	m, err := syscall.EpollWait(l.epfd, l.events, 1000)
 	if err != nil && err != syscall.EINTR {
-		l.s.cmds.Log.Error("event loop wait failed", "err", err)
+		l.s.node.Logger().Error("event loop wait failed", "err", err)
 	}
 	return max(m, 0)
 }
@@ -340,7 +339,7 @@ func (l *loop) handle(lc *lconn, events uint32) {
 		}
 		return
 	}
-	srv := l.s.cmds
+	srv := l.s.node
 	lim := srv.Limits()
 	lc.src.ready = true
 	lc.c.Mark()
@@ -356,9 +355,9 @@ func (l *loop) handle(lc *lconn, events uint32) {
 			var pe ProtocolError
 			if errors.As(err, &pe) {
 				lc.w.Error(string(pe))
-				srv.Log.Debug("protocol error, closing connection", "addr", lc.c.Addr, "err", string(pe))
+				srv.Logger().Debug("protocol error, closing connection", "addr", lc.c.Addr, "err", string(pe))
 			} else if !errors.Is(err, io.EOF) {
-				srv.Log.Debug("connection read failed", "addr", lc.c.Addr, "err", err)
+				srv.Logger().Debug("connection read failed", "addr", lc.c.Addr, "err", err)
 			}
 			l.closeAfterWrite(lc)
 			return
@@ -369,7 +368,7 @@ func (l *loop) handle(lc *lconn, events uint32) {
 		}
 		srv.Exec(lc.c, args, lc.w)
 		if len(lc.w.Bytes()) > lim.MaxOutput {
-			srv.Log.Warn("client output limit reached, closing connection", "addr", lc.c.Addr, "bytes", len(lc.w.Bytes()), "limit", lim.MaxOutput)
+			srv.Logger().Warn("client output limit reached, closing connection", "addr", lc.c.Addr, "bytes", len(lc.w.Bytes()), "limit", lim.MaxOutput)
 			lc.w.Reset()
 			lc.out = 0
 			lc.w.Error("ERR output buffer limit reached")
@@ -396,13 +395,13 @@ func (l *loop) handle(lc *lconn, events uint32) {
 // first command, and those buffered after it) into the CPU cache before
 // the batch runs, so that their cache misses overlap.
 func (l *loop) prefetch(lc *lconn, args [][]byte) {
-	srv := l.s.cmds
+	srv := l.s.node
 	keys := srv.AppendKey(l.keys[:0], lc.c, args)
 	n := 0 // commands looked at: keyless ones end the look too
 	lc.rd.Lookahead(func(a [][]byte) bool {
 		keys = srv.AppendKey(keys, lc.c, a)
 		n++
-		return len(keys) < engine.PrefetchMax && n < 2*engine.PrefetchMax
+		return len(keys) < node.PrefetchMax && n < 2*node.PrefetchMax
 	})
 	if len(keys) > 1 {
 		srv.Prefetch(keys)
@@ -424,18 +423,18 @@ func (l *loop) write(lc *lconn) {
 			sent += n
 			continue
 		case syscall.EAGAIN:
-			l.s.cmds.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
+			l.s.node.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
 			if !lc.busy {
 				lc.busy = true
 				l.interest(lc, syscall.EPOLLOUT)
 			}
 			return
 		}
-		l.s.cmds.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
+		l.s.node.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
 		l.close(lc)
 		return
 	}
-	l.s.cmds.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
+	l.s.node.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
 	lc.w.Reset()
 	lc.out = 0
 	if lc.closing {
@@ -453,7 +452,7 @@ func (l *loop) write(lc *lconn) {
 
 func (l *loop) interest(lc *lconn, events uint32) {
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, lc.fd, &syscall.EpollEvent{Events: events, Fd: int32(lc.fd)}); err != nil {
-		l.s.cmds.Log.Warn("event loop lost a connection", "addr", lc.c.Addr, "err", err)
+		l.s.node.Logger().Warn("event loop lost a connection", "addr", lc.c.Addr, "err", err)
 		l.close(lc)
 	}
 }
@@ -478,7 +477,7 @@ func (l *loop) close(lc *lconn) {
 	l.mu.Unlock()
 	syscall.Close(lc.fd)
 	lc.mu.Unlock()
-	l.s.cmds.RemoveClient(lc.c)
+	l.s.node.RemoveClient(lc.c)
 	l.s.mu.Lock()
 	delete(l.s.lconns, lc)
 	l.s.mu.Unlock()
@@ -488,7 +487,7 @@ func (l *loop) close(lc *lconn) {
 // sweepIdle closes connections idle past the timeout (CONFIG SET
 // timeout), at most once a second.
 func (l *loop) sweepIdle() {
-	t := l.s.cmds.IdleTimeout()
+	t := l.s.node.IdleTimeout()
 	if t <= 0 || time.Since(l.swept) < time.Second {
 		return
 	}

@@ -9,16 +9,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/node"
 )
 
 // flushThreshold is the pending output at which a connection writes even
 // though more pipelined commands are waiting.
 const flushThreshold = 64 << 10
 
-// Server accepts connections for a commands.Server.
+// Server accepts connections for a node.
 type Server struct {
-	cmds *commands.Server
+	node *node.Node
 	tls  *tls.Config
 
 	mu     sync.Mutex
@@ -36,9 +36,9 @@ type Server struct {
 // set it to run their suites on both.
 var UseEventLoops = true
 
-// NewServer returns a server for cmds; tlsConfig may be nil for plain TCP.
-func NewServer(cmds *commands.Server, tlsConfig *tls.Config) *Server {
-	return &Server{cmds: cmds, tls: tlsConfig, conns: make(map[net.Conn]struct{}), lconns: make(map[*lconn]struct{})}
+// NewServer returns a server for n; tlsConfig may be nil for plain TCP.
+func NewServer(n *node.Node, tlsConfig *tls.Config) *Server {
+	return &Server{node: n, tls: tlsConfig, conns: make(map[net.Conn]struct{}), lconns: make(map[*lconn]struct{})}
 }
 
 // Serve accepts connections on ln until Close; it returns nil after Close.
@@ -67,7 +67,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			// Temporary errors (out of file descriptors): back off, go on.
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			s.cmds.Log.Warn("accept failed", "err", err, "retry_in", delay)
+			s.node.Logger().Warn("accept failed", "err", err, "retry_in", delay)
 			time.Sleep(delay)
 			continue
 		}
@@ -125,7 +125,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.conns, nc)
 		s.mu.Unlock()
 	}()
-	srv := s.cmds
+	srv := s.node
 	c, err := srv.NewClient(nc.RemoteAddr().String(), nc.LocalAddr().String(), func() { nc.Close() })
 	if err != nil {
 		nc.Write([]byte("-" + err.Error() + "\r\n"))
@@ -143,7 +143,7 @@ func (s *Server) serveConn(nc net.Conn) {
 // write the replies, until the input ends, a protocol error or a limit
 // closes the connection, or a command (QUIT, CLIENT KILL) asks to close.
 // beforeRead, if not nil, runs before each blocking read.
-func Serve(srv *commands.Server, c *commands.Client, rw io.ReadWriter, beforeRead func()) {
+func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) {
 	lim := srv.Limits()
 	rd := NewReader(rw, lim.MaxArgs, lim.MaxArgLen)
 	rd.BeforeRead = beforeRead
@@ -167,16 +167,16 @@ func Serve(srv *commands.Server, c *commands.Client, rw io.ReadWriter, beforeRea
 			var pe ProtocolError
 			if errors.As(err, &pe) {
 				w.Error(string(pe))
-				srv.Log.Debug("protocol error, closing connection", "addr", c.Addr, "err", string(pe))
+				srv.Logger().Debug("protocol error, closing connection", "addr", c.Addr, "err", string(pe))
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				srv.Log.Debug("connection read failed", "addr", c.Addr, "err", err)
+				srv.Logger().Debug("connection read failed", "addr", c.Addr, "err", err)
 			}
 			flush()
 			return
 		}
 		srv.Exec(c, args, w)
 		if len(w.Bytes()) > lim.MaxOutput {
-			srv.Log.Warn("client output limit reached, closing connection", "addr", c.Addr, "bytes", len(w.Bytes()), "limit", lim.MaxOutput)
+			srv.Logger().Warn("client output limit reached, closing connection", "addr", c.Addr, "bytes", len(w.Bytes()), "limit", lim.MaxOutput)
 			w.Reset()
 			w.Error("ERR output buffer limit reached")
 			flush()

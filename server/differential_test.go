@@ -9,42 +9,42 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
 
-// node is a server driven in-process through Exec, its replies captured.
-type node struct {
+// driven is a server driven in-process through Exec, its replies captured.
+type driven struct {
 	s *server.Server
-	c *commands.Client
+	c *node.Client
 	w *resp.Writer
 }
 
-func startNode(t *testing.T, fs vfs.FS, saveInterval time.Duration) *node {
+func startNode(t *testing.T, fs vfs.FS, saveInterval time.Duration) *driven {
 	t.Helper()
 	s, err := server.Start(server.Options{
-		Config: commands.Config{Bind: "127.0.0.1", Dir: "/data", SaveInterval: saveInterval, Shards: 4,
-			ClockMode: "manual", MaxClients: 10, Limits: commands.DefaultLimits},
+		Config: node.Config{Bind: "127.0.0.1", Dir: "/data", SaveInterval: saveInterval, Shards: 4,
+			ClockMode: "manual", MaxClients: 10, Limits: node.DefaultLimits},
 		ClockStart: rltest.StartNs, FS: fs, ExpiryInterval: 5 * time.Millisecond,
 	})
 	require.NoError(t, err)
-	c, err := s.Cmds.NewClient("test", "test", nil)
+	c, err := s.Node.NewClient("test", "test", nil)
 	require.NoError(t, err)
-	n := &node{s: s, c: c}
+	n := &driven{s: s, c: c}
 	n.w = resp.NewWriter(c.Proto)
 	return n
 }
 
-func (n *node) do(args []string) string {
+func (n *driven) do(args []string) string {
 	b := make([][]byte, len(args))
 	for i, a := range args {
 		b[i] = []byte(a)
 	}
 	n.w.Reset()
-	n.s.Cmds.Exec(n.c, b, n.w)
+	n.s.Node.Exec(n.c, b, n.w)
 	return string(n.w.Bytes())
 }
 

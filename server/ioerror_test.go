@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/internal/faultfs"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -42,8 +42,8 @@ func TestInjectedWriteErrors(t *testing.T) {
 	fs := toggle.Wrap(vfs.NewMem())
 	var logs syncBuffer
 	s, err := server.Start(server.Options{
-		Config: commands.Config{Bind: "127.0.0.1", Dir: "/data", SaveInterval: 20 * time.Millisecond, Shards: 4,
-			ClockMode: "manual", MaxClients: 10, Limits: commands.DefaultLimits},
+		Config: node.Config{Bind: "127.0.0.1", Dir: "/data", SaveInterval: 20 * time.Millisecond, Shards: 4,
+			ClockMode: "manual", MaxClients: 10, Limits: node.DefaultLimits},
 		ClockStart: rltest.StartNs, FS: fs, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	require.NoError(t, err)
@@ -74,8 +74,8 @@ func TestWriteErrorsRetried(t *testing.T) {
 	mem := vfs.NewMem()
 	fs := toggle.Wrap(mem)
 	opts := server.Options{
-		Config: commands.Config{Bind: "127.0.0.1", Dir: "/data", SaveInterval: time.Hour, Shards: 4,
-			ClockMode: "manual", MaxClients: 10, Limits: commands.DefaultLimits},
+		Config: node.Config{Bind: "127.0.0.1", Dir: "/data", SaveInterval: time.Hour, Shards: 4,
+			ClockMode: "manual", MaxClients: 10, Limits: node.DefaultLimits},
 		ClockStart: rltest.StartNs, FS: fs,
 	}
 	s, err := server.Start(opts)

@@ -1,6 +1,3 @@
-// Package server assembles rlserver from its parts (clock, engine,
-// commands, resp) and runs it: the one place that knows how they fit, used
-// by cmd/rlserver and by tests that need a real server in-process.
 package server
 
 import (
@@ -16,8 +13,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rlserver/rlserver/clock"
-	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/resp"
 )
@@ -25,7 +22,7 @@ import (
 // Options configures a server. Config holds what CONFIG GET reports;
 // ClockStart (Unix ns, 0 = wall clock now) and Logger are for wiring.
 type Options struct {
-	Config     commands.Config
+	Config     node.Config
 	ClockStart int64
 	Logger     *slog.Logger
 	LogLevel   *slog.LevelVar
@@ -35,7 +32,7 @@ type Options struct {
 	// error-injecting).
 	FS vfs.FS
 	// MemoryLimit is the memory limit for the whole process, in bytes
-	// (commands.RunMemoryLimit); 0 takes GOMEMLIMIT's, as the Go runtime
+	// (runMemoryLimit); 0 takes GOMEMLIMIT's, as the Go runtime
 	// had it before any server of the process changed it.
 	// MemoryLimitInterval is how often the Go runtime's share of it is
 	// reset (default 1s).
@@ -45,13 +42,13 @@ type Options struct {
 
 // Server is a running rlserver.
 type Server struct {
-	Cmds   *commands.Server
+	Node   *node.Node
 	Engine *engine.Engine
 	Clock  clock.Clock
 	Addr   net.Addr
 
 	// Loaded is what the start-up load found.
-	Loaded commands.LoadInfo
+	Loaded node.LoadInfo
 
 	resp   *resp.Server
 	cancel context.CancelFunc
@@ -70,17 +67,11 @@ type Server struct {
 // 0 picks a free port).
 func Start(opts Options) (*Server, error) {
 	cfg := opts.Config
-	if cfg.Shards <= 0 {
-		return nil, errors.New("shards must be positive")
-	}
-	if cfg.Shards&(cfg.Shards-1) != 0 || cfg.Shards > engine.MaxShards {
-		return nil, fmt.Errorf("shards must be a power of two up to %d, got %d", engine.MaxShards, cfg.Shards)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.ClockMode == "" {
 		cfg.ClockMode = "real"
-	}
-	if cfg.ClockMode != "real" && cfg.ClockMode != "manual" {
-		return nil, fmt.Errorf("clock must be real or manual, got %q", cfg.ClockMode)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -103,7 +94,7 @@ func Start(opts Options) (*Server, error) {
 	var (
 		store     *persist.Store
 		highWater int64
-		loaded    commands.LoadInfo
+		loaded    node.LoadInfo
 		clk       clock.Clock
 	)
 	if cfg.SaveInterval > 0 {
@@ -125,7 +116,7 @@ func Start(opts Options) (*Server, error) {
 			if err != nil {
 				return nil, err
 			}
-			loaded = commands.LoadInfo{Keys: held, Expired: expired, Duration: time.Since(start)}
+			loaded = node.LoadInfo{Keys: held, Expired: expired, Duration: time.Since(start)}
 			log.Debug("loaded", "dir", cfg.Dir, "keys", held, "expired_dropped", expired, "duration", loaded.Duration, "clock_mark", highWater)
 		}
 		if store, err = persist.Open(popts); err != nil {
@@ -145,22 +136,20 @@ func Start(opts Options) (*Server, error) {
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
 		cfg.Port = tcp.Port
 	}
-	cmds := commands.NewServer(cfg, e, clk, log, opts.LogLevel)
-	cmds.Loaded = loaded
 	var snap *persist.Snapshotter
 	if store != nil {
 		snap = persist.NewSnapshotter(e, store, clk, log)
-		cmds.Persist = persistence{snap}
 	}
+	nd := node.New(cfg, e, clk, node.Options{Logger: log, LogLevel: opts.LogLevel, Snapshotter: snap, Loaded: loaded})
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{Cmds: cmds, Engine: e, Clock: clk, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(cmds, tlsCfg),
+	s := &Server{Node: nd, Engine: e, Clock: clk, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, tlsCfg),
 		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
 	interval := opts.ExpiryInterval
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
 	}
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); cmds.RunExpiry(ctx, interval) }()
+	go func() { defer s.wg.Done(); nd.RunExpiry(ctx, interval) }()
 	if snap != nil {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); snap.Run(ctx, cfg.SaveInterval) }()
@@ -170,7 +159,7 @@ func Start(opts Options) (*Server, error) {
 		memEvery = time.Second
 	}
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); cmds.RunMemoryLimit(ctx, memLimit, memEvery) }()
+	go func() { defer s.wg.Done(); runMemoryLimit(ctx, memLimit, memEvery, nd.SetMemoryLimit) }()
 	go func() { s.done <- s.resp.Serve(ln) }()
 	return s, nil
 }
@@ -233,12 +222,5 @@ func (s *Server) shutdown(ctx context.Context, save bool) error {
 	return err
 }
 
-// persistence adapts the snapshotter to what the commands need.
-type persistence struct{ s *persist.Snapshotter }
-
-func (p persistence) Save() error                    { return p.s.Save() }
-func (p persistence) BackgroundSave() error          { return p.s.BackgroundSave() }
-func (p persistence) Info() commands.PersistenceInfo { return commands.PersistenceInfo(p.s.Info()) }
-
 // ShutdownRequested is closed when a client runs SHUTDOWN.
-func (s *Server) ShutdownRequested() <-chan struct{} { return s.Cmds.ShutdownRequested() }
+func (s *Server) ShutdownRequested() <-chan struct{} { return s.Node.ShutdownRequested() }

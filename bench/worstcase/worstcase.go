@@ -2,7 +2,7 @@
 // through a real rlserver (over RESP, with the manual clock) against every
 // limiter, and measures what each one admits: in total, and at worst in
 // any rolling window. It reproduces the table of
-// ../shared/spec/algorithms.md and renders it as Markdown and SVG.
+// docs/algorithms.md and renders it as Markdown and SVG.
 package worstcase
 
 import (
@@ -12,12 +12,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/server"
 )
 
 // Window is the limit's window (1000 ms) and Limit its size (10), as in
-// algorithms.md's worst-case section; the bucket refills 10 per second.
+// docs/algorithms.md's worst-case section; the bucket refills 10 per second.
 const (
 	Window = int64(time.Second)
 	Limit  = 10
@@ -54,7 +54,7 @@ type Family struct {
 
 func ms(v float64) int64 { return int64(v * float64(time.Millisecond)) }
 
-// SpecStreams are algorithms.md's four public streams.
+// SpecStreams are docs/algorithms.md's four public streams.
 func SpecStreams() []Family {
 	var a, b, c, d []int64
 	for i := 0; i < 10; i++ {
@@ -132,7 +132,7 @@ func RandomStreams(seed uint64, n int) Family {
 	return f
 }
 
-// PollStream is algorithms.md's "token bucket without flooring" case: one
+// PollStream is docs/algorithms.md's "token bucket without flooring" case: one
 // request every 20 ms for 10 s.
 func PollStream() Stream {
 	var ts []int64
@@ -259,8 +259,8 @@ func (r *Runner) RunFamily(a Algorithm, f Family) (Row, error) {
 // and returns its address and a stop function.
 func StartInProcess() (string, func(), error) {
 	s, err := server.Start(server.Options{
-		Config: commands.Config{Bind: "127.0.0.1", Port: 0, Dir: ".", Shards: 16, ClockMode: "manual",
-			MaxClients: 100, Limits: commands.DefaultLimits},
+		Config: node.Config{Bind: "127.0.0.1", Port: 0, Dir: ".", Shards: 16, ClockMode: "manual",
+			MaxClients: 100, Limits: node.DefaultLimits},
 		ClockStart: 1_700_000_000_000_000_000,
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -56,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg        commands.Config
+		cfg        node.Config
 		clockStart int64
 	)
 	fs.StringVar(&cfg.Bind, "bind", "127.0.0.1", "address to listen on")
@@ -94,13 +95,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if err := validate(cfg); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cfg.Limits = commands.DefaultLimits
+	if err := checkDir(cfg.Dir); err != nil {
+		return err
+	}
+	cfg.Limits = node.DefaultLimits
 
 	level := new(slog.LevelVar)
-	lv, err := commands.ParseLogLevel(cfg.LogLevel)
+	lv, err := node.ParseLogLevel(cfg.LogLevel)
 	if err != nil {
 		return err
 	}
@@ -137,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 		log.Info("signal received, shutting down")
 	case <-srv.ShutdownRequested():
-		save = srv.Cmds.ShutdownSave()
+		save = srv.Node.ShutdownSave()
 		log.Info("SHUTDOWN received, shutting down", "save", save)
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -149,37 +153,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// validate refuses flag values of features that are not built yet, so
-// none is silently ignored.
-func validate(cfg commands.Config) error {
-	if cfg.SaveInterval < 0 {
-		return errors.New("--save-interval must not be negative")
-	}
-	if cfg.Dir == "" {
-		return errors.New("--dir must not be empty")
-	}
-	if st, err := os.Stat(cfg.Dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("--dir %s: not a directory", cfg.Dir)
+// checkDir refuses a --dir that exists and is not a directory, or that
+// cannot be examined, before anything starts.
+func checkDir(dir string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("--dir %s: not a directory", dir)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("--dir %s: %w", cfg.Dir, err)
-	}
-	if cfg.ReplicaOf != "" {
-		return errors.New("--replicaof: replication is not available yet")
-	}
-	if cfg.MasterAuth != "" {
-		return errors.New("--masterauth: replication is not available yet")
-	}
-	if cfg.MetricsAddr != "" {
-		return errors.New("--metrics-addr: metrics are not available yet")
-	}
-	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-		return errors.New("--tls-cert and --tls-key must be given together")
-	}
-	if cfg.MaxClients < 1 {
-		return errors.New("--maxclients must be at least 1")
-	}
-	if cfg.Timeout < 0 {
-		return errors.New("--timeout must not be negative")
+		return fmt.Errorf("--dir %s: %w", dir, err)
 	}
 	return nil
 }

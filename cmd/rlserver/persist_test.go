@@ -32,18 +32,18 @@ import (
 // whole 10 s window, 800 s into an hour-long window.
 const startMs = rltest.StartNs / 1e6
 
-// node is one run of the binary.
-type node struct {
+// instance is one run of the binary.
+type instance struct {
 	cmd  *exec.Cmd
 	addr string
 	c    *rltest.Conn
 }
 
 // startNode starts the binary with --dir dir and args.
-func startNode(t *testing.T, dir string, args ...string) *node {
+func startNode(t *testing.T, dir string, args ...string) *instance {
 	t.Helper()
 	cmd, addr, _ := startBinary(t, buildBinary(t), append([]string{"--dir", dir}, args...)...)
-	return &node{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
+	return &instance{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
 }
 
 func manual(ms int64, extra ...string) []string {
@@ -52,7 +52,7 @@ func manual(ms int64, extra ...string) []string {
 
 // stop stops n with how: a SHUTDOWN variant, SIGTERM, SIGINT or SIGKILL.
 // Graceful stops must exit 0; SIGKILL must kill.
-func (n *node) stop(t *testing.T, how string) {
+func (n *instance) stop(t *testing.T, how string) {
 	t.Helper()
 	switch how {
 	case "SIGTERM":
@@ -668,7 +668,7 @@ func TestPersistMemoryOnlyLeavesDirUntouched(t *testing.T) {
 	// Without --dir, the default ./data (relative to the working
 	// directory) is not created either...
 	cmd, addr, _ := startBinary(t, buildBinary(t), manual(startMs, "--save-interval", "0")...)
-	n = &node{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
+	n = &instance{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
 	script(t, n.c, seqBefore...)
 	n.stop(t, "SHUTDOWN")
 	_, err = os.Stat(filepath.Join(cmd.Dir, "data"))
@@ -676,7 +676,7 @@ func TestPersistMemoryOnlyLeavesDirUntouched(t *testing.T) {
 
 	// ...while with persistence on it is where the state goes.
 	cmd, addr, _ = startBinary(t, buildBinary(t), manual(startMs)...)
-	n = &node{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
+	n = &instance{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
 	script(t, n.c, seqBefore...)
 	n.stop(t, "SHUTDOWN")
 	st, err := os.Stat(filepath.Join(cmd.Dir, "data"))

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -37,9 +37,9 @@ type Option func(*server.Options)
 func Start(t testing.TB, opts ...Option) *server.Server {
 	t.Helper()
 	o := server.Options{
-		Config: commands.Config{
+		Config: node.Config{
 			Bind: "127.0.0.1", Port: 0, Dir: t.TempDir(), Shards: 8, ClockMode: "manual",
-			MaxClients: 10000, LogLevel: "info", LogFormat: "text", Limits: commands.DefaultLimits,
+			MaxClients: 10000, LogLevel: "info", LogFormat: "text", Limits: node.DefaultLimits,
 		},
 		ClockStart:     StartNs,
 		ExpiryInterval: 20 * time.Millisecond,

@@ -1,6 +1,8 @@
 package commands
 
-import "github.com/rlserver/rlserver/engine"
+// The transaction family: MULTI, EXEC, DISCARD. The dispatcher queues the
+// commands between MULTI and EXEC (Session.Enqueue); EXEC hands the queue
+// back to the node, which runs it as one atomic step.
 
 func cmdMulti(x *Ctx) {
 	if x.C.multi {
@@ -16,7 +18,7 @@ func cmdDiscard(x *Ctx) {
 		x.Error(ErrDiscardNoMult)
 		return
 	}
-	x.C.multi, x.C.multiErr, x.C.queue = false, false, nil
+	x.C.endMulti()
 	x.OK()
 }
 
@@ -24,28 +26,15 @@ func cmdDiscard(x *Ctx) {
 // locked for the duration and all of them see one clock reading, so no
 // other client's command interleaves and time does not move inside it.
 func cmdExec(x *Ctx) {
-	c := x.C
-	if !c.multi {
+	if !x.C.multi {
 		x.Error(ErrExecNoMulti)
 		return
 	}
-	queue, aborted := c.queue, c.multiErr
-	c.multi, c.multiErr, c.queue = false, false, nil
+	queue, aborted := x.C.endMulti()
 	if aborted {
 		x.Error(ErrExecAbort)
 		return
 	}
-	s, w, now, self := x.S, x.W, x.Now, x.cmd
-	w.Array(len(queue))
-	s.Engine.Atomic(func(st engine.Store) {
-		for _, args := range queue {
-			cmd, rejected := s.resolve(c, args)
-			if rejected != "" {
-				w.Error(rejected)
-				continue
-			}
-			s.run(c, cmd, args, w, now, st)
-		}
-	})
-	*x = Ctx{S: s, C: c, W: w, Now: now, cmd: self} // the queued runs reused c.ctx
+	x.W.Array(len(queue))
+	x.N.RunQueued(x.C, queue, x.W, x.Now)
 }

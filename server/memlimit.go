@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/internal/proc"
 )
 
 // minGoLimitShare: the Go runtime's limit never goes below limit/8, even
@@ -18,8 +19,8 @@ import (
 const minGoLimitShare = 8
 
 // processLimit is the runtime's memory limit as it was before the first
-// RunMemoryLimit of the process changed it (GOMEMLIMIT), and how many
-// RunMemoryLimits run: servers in one process (tests) share one runtime
+// runMemoryLimit of the process changed it (GOMEMLIMIT), and how many
+// runMemoryLimits run: servers in one process (tests) share one runtime
 // limit, so each sets it from the same base, and the last to stop puts
 // the base back.
 var processLimit struct {
@@ -46,7 +47,7 @@ func releaseLimitBase() {
 	}
 }
 
-// RunMemoryLimit makes a memory limit (GOMEMLIMIT) bound the whole
+// runMemoryLimit makes a memory limit (GOMEMLIMIT) bound the whole
 // process. Go's limit covers only the memory the Go runtime manages, but a
 // large keyspace lives in regions mapped outside the Go heap
 // (engine/mem.go): with GOMEMLIMIT=1GiB and 700 MiB of keys, the runtime
@@ -58,9 +59,10 @@ func releaseLimitBase() {
 // any server of the process changed it (GOMEMLIMIT); no limit
 // (math.MaxInt64) does nothing. The resident set is read from /proc
 // (Linux); elsewhere the runtime's limit stays the process's. When ctx
-// ends, the last RunMemoryLimit of the process puts the runtime's limit
-// back as it found it.
-func (s *Server) RunMemoryLimit(ctx context.Context, limit int64, interval time.Duration) {
+// ends, the last runMemoryLimit of the process puts the runtime's limit
+// back as it found it. report is told the limit in force (0 when it
+// stops), for INFO memory.
+func runMemoryLimit(ctx context.Context, limit int64, interval time.Duration, report func(int64)) {
 	base := acquireLimitBase()
 	defer releaseLimitBase()
 	if limit <= 0 {
@@ -69,8 +71,8 @@ func (s *Server) RunMemoryLimit(ctx context.Context, limit int64, interval time.
 	if limit == math.MaxInt64 {
 		return
 	}
-	s.memLimit.Store(limit)
-	defer s.memLimit.Store(0)
+	report(limit)
+	defer report(0)
 	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	adjust := func() {
 		metrics.Read(samples)
@@ -78,7 +80,7 @@ func (s *Server) RunMemoryLimit(ctx context.Context, limit int64, interval time.
 		if samples[0].Value.Kind() == metrics.KindUint64 && samples[1].Value.Kind() == metrics.KindUint64 {
 			goResident = int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
 		}
-		outside := max(rssBytes()-goResident, 0)
+		outside := max(proc.RSS()-goResident, 0)
 		debug.SetMemoryLimit(max(limit-outside, limit/minGoLimitShare))
 	}
 	adjust()

@@ -1,4 +1,4 @@
-package commands
+package node
 
 import "sync/atomic"
 
@@ -14,15 +14,14 @@ const stripes = 16
 
 // A cell is 128 bytes, two cache lines, so that neighbouring cells' counters
 // never share a line (or the pair of lines that adjacent-line prefetchers
-// fetch together) wherever the array starts. The cells are also kept a
-// cell's length away from the fields around them (a Command's Run and
-// Sub, which every loop reads on every command): cell 0 written next to
-// them would make loop 0 take that line from every other loop.
+// fetch together) wherever the array starts. Each stripedCounts is padded
+// by a cell's length on both sides, so that its cell 0 never shares a line
+// with the fields around it either.
 const cellBytes = 128
 
-// A cell holds four counts of the clients of one stripe: for the server
-// (dispatchStats) commands processed, bytes in and out, error replies; for
-// a command (cmdStats) its calls, their time in ns, rejected and failed
+// A cell holds four counts of the clients of one stripe: for the node
+// (Node.dispatch) commands processed, bytes in and out, error replies; for
+// a command (Node.perCmd) its calls, their time in ns, rejected and failed
 // calls.
 type cell struct {
 	n [4]atomic.Int64
@@ -31,8 +30,8 @@ type cell struct {
 
 // Which count of a cell is which.
 const (
-	nCommands, nNetIn, nNetOut, nErrorReplies = 0, 1, 2, 3 // dispatchStats
-	nCalls, nNs, nRejected, nFailed           = 0, 1, 2, 3 // cmdStats
+	nCommands, nNetIn, nNetOut, nErrorReplies = 0, 1, 2, 3 // Node.dispatch
+	nCalls, nNs, nRejected, nFailed           = 0, 1, 2, 3 // Node.perCmd
 )
 
 // stripedCounts are four counts kept in stripes: cell(stripe) is a
@@ -62,10 +61,3 @@ func (c *stripedCounts) reset() {
 		}
 	}
 }
-
-// dispatchStats are the server-wide counts every command updates (INFO
-// stats), cmdStats one command's (INFO commandstats).
-type (
-	dispatchStats = stripedCounts
-	cmdStats      = stripedCounts
-)

@@ -1,12 +1,12 @@
-package commands
+package proc
 
 import (
 	"syscall"
 	"time"
 )
 
-// totalMemory is the machine's RAM (INFO memory's total_system_memory).
-func totalMemory() uint64 {
+// TotalMemory is the machine's RAM (INFO memory's total_system_memory).
+func TotalMemory() uint64 {
 	var si syscall.Sysinfo_t
 	if syscall.Sysinfo(&si) != nil {
 		return 0
@@ -14,8 +14,8 @@ func totalMemory() uint64 {
 	return uint64(si.Totalram) * uint64(si.Unit)
 }
 
-// cpuTimes is the process's system and user CPU time (INFO cpu).
-func cpuTimes() (sys, user time.Duration) {
+// CPUTimes is the process's system and user CPU time (INFO cpu).
+func CPUTimes() (sys, user time.Duration) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0, 0

@@ -1,0 +1,257 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The CLIENT family. The node lists the sessions; the line CLIENT LIST
+// prints and the kill are the commands'.
+
+func cmdClientID(x *Ctx) { x.W.Int(x.C.ID) }
+
+func cmdClientSetName(x *Ctx) {
+	if !validClientName(x.Args[2]) {
+		x.Error(ErrClientName)
+		return
+	}
+	x.C.setName(string(x.Args[2]))
+	x.OK()
+}
+
+func cmdClientGetName(x *Ctx) {
+	x.C.mu.Lock()
+	n := x.C.name
+	x.C.mu.Unlock()
+	if n == "" {
+		x.W.Null()
+		return
+	}
+	x.W.BulkString(n)
+}
+
+func cmdClientSetInfo(x *Ctx) {
+	attr := strings.ToLower(string(x.Args[2]))
+	val := string(x.Args[3])
+	if !validClientName(x.Args[3]) && val != "" {
+		x.Error(ErrClientInfoChars(attr))
+		return
+	}
+	x.C.mu.Lock()
+	defer x.C.mu.Unlock()
+	switch attr {
+	case "lib-name":
+		x.C.libName = val
+	case "lib-ver":
+		x.C.libVer = val
+	default:
+		x.Error(ErrUnrecognizedOption(x.Args[2]))
+		return
+	}
+	x.OK()
+}
+
+func cmdClientOnOff(x *Ctx) {
+	switch strings.ToLower(string(x.Args[2])) {
+	case "on", "off":
+		x.OK()
+	default:
+		x.Error(ErrSyntax)
+	}
+}
+
+// clientLine is a session's CLIENT LIST line, in Redis 7's field order, as
+// seen by the session cur (MULTI state shows only to itself).
+func clientLine(c, cur *Session) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	multi, flags := -1, "N"
+	if c.multi && c == cur {
+		multi, flags = len(c.queue), "x"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+		c.ID, c.Addr, c.LAddr, c.name, int(time.Since(c.Created).Seconds()), int64(c.Idle().Seconds()),
+		flags, multi, orNULL(c.lastCmd.Load()), c.proto, c.libName, c.libVer)
+}
+
+func orNULL(s *string) string {
+	if s == nil {
+		return "NULL"
+	}
+	return *s
+}
+
+// parseClientList is CLIENT LIST [TYPE type] [ID id ...]: the IDs to list,
+// nil for all.
+func parseClientList(args [][]byte) (ids map[int64]bool, err error) {
+	for len(args) > 0 {
+		switch strings.ToLower(string(args[0])) {
+		case "type":
+			if len(args) < 2 {
+				return nil, ErrSyntax
+			}
+			t := strings.ToLower(string(args[1]))
+			if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
+				return nil, ErrClientType(args[1])
+			}
+			if t != "normal" {
+				ids = map[int64]bool{} // only normal clients exist
+			}
+			args = args[2:]
+		case "id":
+			if len(args) < 2 {
+				return nil, ErrSyntax
+			}
+			if ids == nil {
+				ids = map[int64]bool{}
+			}
+			for _, a := range args[1:] {
+				id, ok := parseInt64(a)
+				if !ok || id <= 0 {
+					return nil, ErrClientID
+				}
+				ids[id] = true
+			}
+			args = nil
+		default:
+			return nil, ErrSyntax
+		}
+	}
+	return ids, nil
+}
+
+func cmdClientList(x *Ctx) {
+	ids, err := parseClientList(x.Args[2:])
+	if err != nil {
+		x.Error(err)
+		return
+	}
+	var b strings.Builder
+	for _, c := range x.N.Sessions() {
+		if ids != nil && !ids[c.ID] {
+			continue
+		}
+		b.WriteString(clientLine(c, x.C))
+	}
+	x.W.Verbatim(b.String())
+}
+
+func cmdClientInfo(x *Ctx) { x.W.Verbatim(clientLine(x.C, x.C)) }
+
+// killFilter is CLIENT KILL's selection: every filter must match; the
+// caller is spared when skipMe.
+type killFilter struct {
+	match  []func(*Session) bool
+	skipMe bool
+	old    bool // CLIENT KILL addr: an error, not 0, when none matches
+}
+
+func (f killFilter) matches(c *Session) bool {
+	for _, m := range f.match {
+		if !m(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func parseClientKill(args [][]byte) (killFilter, error) {
+	if len(args) == 1 { // old form: CLIENT KILL addr
+		addr := string(args[0])
+		return killFilter{match: []func(*Session) bool{func(c *Session) bool { return c.Addr == addr }}, old: true}, nil
+	}
+	f := killFilter{skipMe: true}
+	if len(args)%2 != 0 {
+		return f, ErrSyntax
+	}
+	for i := 0; i < len(args); i += 2 {
+		v := string(args[i+1])
+		switch strings.ToLower(string(args[i])) {
+		case "id":
+			id, ok := parseInt64(args[i+1])
+			if !ok || id <= 0 {
+				return f, ErrKillClientID
+			}
+			f.match = append(f.match, func(c *Session) bool { return c.ID == id })
+		case "addr":
+			f.match = append(f.match, func(c *Session) bool { return c.Addr == v })
+		case "laddr":
+			f.match = append(f.match, func(c *Session) bool { return c.LAddr == v })
+		case "user":
+			f.match = append(f.match, func(*Session) bool { return v == "default" })
+		case "type":
+			t := strings.ToLower(v)
+			f.match = append(f.match, func(*Session) bool { return t == "normal" })
+		case "skipme":
+			switch strings.ToLower(v) {
+			case "yes":
+				f.skipMe = true
+			case "no":
+				f.skipMe = false
+			default:
+				return f, ErrSyntax
+			}
+		case "maxage":
+			age, ok := parseInt64(args[i+1])
+			if !ok {
+				return f, ErrNotInteger
+			}
+			f.match = append(f.match, func(c *Session) bool { return time.Since(c.Created) >= time.Duration(age)*time.Second })
+		default:
+			return f, ErrSyntax
+		}
+	}
+	return f, nil
+}
+
+func cmdClientKill(x *Ctx) {
+	f, err := parseClientKill(x.Args[2:])
+	if err != nil {
+		x.Error(err)
+		return
+	}
+	n := kill(x.N.Sessions(), f, x.C)
+	if f.old {
+		if n == 0 {
+			x.Error(ErrNoSuchClient)
+			return
+		}
+		x.OK()
+		return
+	}
+	x.W.Int(int64(n))
+}
+
+// kill closes every session f selects and returns how many. The calling
+// session, when selected and not spared, is closed after its reply.
+func kill(sessions []*Session, f killFilter, self *Session) int {
+	n := 0
+	for _, c := range sessions {
+		if !f.matches(c) || (f.skipMe && c == self) {
+			continue
+		}
+		if !c.killed.CompareAndSwap(false, true) {
+			continue // already being closed by another kill
+		}
+		n++
+		if c == self {
+			c.closeAfterReply = true
+		} else if c.Close != nil {
+			c.Close()
+		}
+	}
+	return n
+}
+
+func cmdClientHelp(x *Ctx) {
+	lines := []string{
+		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID id ...]", "KILL <ip:port> | KILL <filter> <value> ...",
+		"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)", "HELP",
+	}
+	x.W.Array(len(lines))
+	for _, l := range lines {
+		x.W.Simple(l)
+	}
+}

@@ -1,0 +1,160 @@
+package commands
+
+import "strings"
+
+// The connection family: PING, ECHO, AUTH, HELLO, SELECT, QUIT, RESET.
+
+func cmdPing(x *Ctx) {
+	switch len(x.Args) {
+	case 1:
+		x.W.Simple("PONG")
+	case 2:
+		x.W.Bulk(x.Args[1])
+	default:
+		x.Error(ErrWrongArgs("ping"))
+	}
+}
+
+func cmdEcho(x *Ctx) { x.W.Bulk(x.Args[1]) }
+
+func cmdAuth(x *Ctx) {
+	var user, pass []byte
+	switch len(x.Args) {
+	case 2:
+		if !x.N.PasswordRequired() {
+			x.Error(ErrAuthNoPass)
+			return
+		}
+		user, pass = []byte("default"), x.Args[1]
+	case 3:
+		user, pass = x.Args[1], x.Args[2]
+	default:
+		x.Error(ErrSyntax)
+		return
+	}
+	if !x.N.CheckPassword(user, pass) {
+		x.Error(ErrWrongPass)
+		return
+	}
+	x.C.authed = true
+	x.OK()
+}
+
+// helloArgs is HELLO [protover [AUTH user pass] [SETNAME name]].
+type helloArgs struct {
+	proto      int    // 0: keep the current one
+	user, pass []byte // nil: no AUTH
+	name       []byte // nil: no SETNAME
+}
+
+func parseHello(args [][]byte) (helloArgs, error) {
+	var h helloArgs
+	if len(args) > 0 {
+		v, ok := parseInt64(args[0])
+		if !ok {
+			return h, ErrProtoNotInt
+		}
+		if v < 2 || v > 3 {
+			return h, ErrNoProto
+		}
+		h.proto = int(v)
+		args = args[1:]
+	}
+	for len(args) > 0 {
+		opt := strings.ToLower(string(args[0]))
+		switch {
+		case opt == "auth" && len(args) >= 3:
+			h.user, h.pass = args[1], args[2]
+			args = args[3:]
+		case opt == "setname" && len(args) >= 2:
+			if !validClientName(args[1]) {
+				return h, ErrClientName
+			}
+			h.name = args[1]
+			args = args[2:]
+		default:
+			return h, ErrHelloOption(args[0])
+		}
+	}
+	return h, nil
+}
+
+func cmdHello(x *Ctx) {
+	h, err := parseHello(x.Args[1:])
+	if err != nil {
+		x.Error(err)
+		return
+	}
+	authed := x.C.authed
+	if h.user != nil {
+		if !x.N.CheckPassword(h.user, h.pass) {
+			x.Error(ErrWrongPass)
+			return
+		}
+		authed = true
+	}
+	if !authed {
+		x.Error(ErrHelloNoAuth)
+		return
+	}
+	x.C.authed = true
+	if h.proto != 0 {
+		x.C.proto = h.proto
+	}
+	if h.name != nil {
+		x.C.setName(string(h.name))
+	}
+	w := x.W
+	w.Map(7)
+	w.BulkString("server")
+	w.BulkString("redis")
+	w.BulkString("version")
+	w.BulkString(RedisVersion)
+	w.BulkString("proto")
+	w.Int(int64(x.C.proto))
+	w.BulkString("id")
+	w.Int(x.C.ID)
+	w.BulkString("mode")
+	w.BulkString("standalone")
+	w.BulkString("role")
+	w.BulkString("master")
+	w.BulkString("modules")
+	w.Array(0)
+}
+
+func cmdSelect(x *Ctx) {
+	n, ok := parseInt64(x.Args[1])
+	if !ok {
+		x.Error(ErrNotInteger)
+		return
+	}
+	if n != 0 {
+		x.Error(ErrDBIndex)
+		return
+	}
+	x.OK()
+}
+
+func cmdQuit(x *Ctx) {
+	x.C.closeAfterReply = true
+	x.OK()
+}
+
+func cmdReset(x *Ctx) {
+	c := x.C
+	c.endMulti()
+	c.proto = 2
+	c.setName("")
+	c.authed = !x.N.PasswordRequired()
+	x.W.Simple("RESET")
+}
+
+// validClientName: a name is printable ASCII without spaces.
+func validClientName(b []byte) bool {
+	for _, c := range b {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,75 @@
+package commands
+
+import (
+	"log/slog"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Node is what the handlers need of the node they run on: its sessions,
+// configuration, statistics, snapshots and lifecycle. The node package
+// implements it; handlers parse their arguments, ask the node and reply.
+type Node interface {
+	Shards() int
+	Clock() clock.Clock
+	Commands() Table
+	Logger() *slog.Logger
+	// PasswordRequired reports whether the default user has a password;
+	// CheckPassword whether user and pass authenticate.
+	PasswordRequired() bool
+	CheckPassword(user, pass []byte) bool
+	// Sessions lists the connected clients by ID, those being killed left
+	// out.
+	Sessions() []*Session
+	// Info renders INFO for the section arguments, reading the keyspace
+	// through st (inside EXEC every shard is locked already).
+	Info(sections [][]byte, now int64, st engine.Store) string
+	// ConfigParams are CONFIG GET's and CONFIG SET's parameters.
+	ConfigParams() []ConfigParam
+	ResetStats()
+	// Save, BackgroundSave and LastSave answer ErrPersistOff (LastSave:
+	// the start time) when the node runs in memory only.
+	Persistent() bool
+	Save() error
+	BackgroundSave() error
+	LastSave() int64
+	RequestShutdown(save bool)
+	// RunQueued runs EXEC's queue for s as one atomic step at now,
+	// writing each command's reply to w.
+	RunQueued(s *Session, queue [][][]byte, w Writer, now int64)
+}
+
+// ConfigParam is one CONFIG GET/SET parameter. Set is nil for a parameter
+// that cannot change at run time; its error says why a value is refused.
+type ConfigParam struct {
+	Name string
+	Get  func() string
+	Set  func(v string) error
+}
+
+// Ctx is what a handler sees: the node, the session, the reply writer, the
+// request, the clock reading for this command and the keyspace. Args
+// (name included) are valid only until the handler returns.
+type Ctx struct {
+	N     Node
+	C     *Session
+	W     Writer
+	Args  [][]byte
+	Now   int64 // server clock, Unix ns, read once for this command
+	Store engine.Store
+	fail  bool
+}
+
+// Error writes err as an error reply (mapped to Redis wording) and marks
+// the command failed for INFO commandstats.
+func (x *Ctx) Error(err error) {
+	x.fail = true
+	x.W.Error(errorReply(err))
+}
+
+// Failed reports whether the handler replied with an error.
+func (x *Ctx) Failed() bool { return x.fail }
+
+// OK writes +OK.
+func (x *Ctx) OK() { x.W.Simple("OK") }

@@ -1,0 +1,118 @@
+package commands
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+)
+
+// Session is one connection's protocol state: what the connection
+// commands (AUTH, HELLO, CLIENT, MULTI, QUIT, RESET) read and change, and
+// what CLIENT LIST shows. The node keeps one per client and hands it to
+// every command of that connection. Only that connection's goroutine
+// changes it, except the fields under mu and the atomics, which CLIENT
+// LIST and CLIENT KILL use from other connections.
+type Session struct {
+	ID      int64
+	Addr    string // remote address
+	LAddr   string // local address
+	Created time.Time
+
+	proto  int // 2 or 3
+	authed bool
+
+	multi    bool       // inside MULTI
+	multiErr bool       // a command was refused while queueing: EXEC aborts
+	queue    [][][]byte // the MULTI queue; owns copies of the arguments
+
+	// closeAfterReply asks the connection to close once the pending
+	// replies are written (QUIT, a request over the limits, a kill of
+	// oneself).
+	closeAfterReply bool
+
+	// Close closes the connection from another goroutine (CLIENT KILL).
+	// It is set before the session is listed, so a kill never finds a
+	// session it cannot close.
+	Close func()
+
+	mu      sync.Mutex // guards name, libName, libVer
+	name    string
+	libName string
+	libVer  string
+
+	lastCmd    atomic.Pointer[string] // the last command's name
+	lastActive atomic.Int64           // clock.Mono ns at the last command's end
+	killed     atomic.Bool            // CLIENT KILL took it: closing, no longer listed
+}
+
+// NewSession returns the state of a new connection: RESP2, authenticated
+// when authed (no password is required).
+func NewSession(id int64, addr, laddr string, authed bool, close func()) *Session {
+	s := &Session{ID: id, Addr: addr, LAddr: laddr, Created: time.Now(), proto: 2, authed: authed, Close: close}
+	s.lastActive.Store(clock.Mono())
+	return s
+}
+
+// Proto is the negotiated protocol version, 2 or 3.
+func (s *Session) Proto() int { return s.proto }
+
+// Authenticated reports whether the connection may run commands that
+// need authentication.
+func (s *Session) Authenticated() bool { return s.authed }
+
+// CloseAfterReply reports whether the connection must be closed once the
+// pending replies are written.
+func (s *Session) CloseAfterReply() bool { return s.closeAfterReply }
+
+// CloseWhenReplied asks the connection to close after the pending replies.
+func (s *Session) CloseWhenReplied() { s.closeAfterReply = true }
+
+// Killed reports that CLIENT KILL took the session: its connection runs
+// nothing more and closes.
+func (s *Session) Killed() bool { return s.killed.Load() }
+
+// Done records that a command named name ended at the monotonic instant
+// mono (clock.Mono), for CLIENT LIST's cmd and idle.
+func (s *Session) Done(name *string, mono int64) {
+	s.lastCmd.Store(name)
+	s.lastActive.Store(mono)
+}
+
+// Idle is how long the session has been without a command.
+func (s *Session) Idle() time.Duration { return time.Duration(clock.Mono() - s.lastActive.Load()) }
+
+// InMulti reports whether commands are being queued (MULTI).
+func (s *Session) InMulti() bool { return s.multi }
+
+// Enqueue adds a copy of args to the MULTI queue.
+func (s *Session) Enqueue(args [][]byte) {
+	q := make([][]byte, len(args))
+	for i, a := range args {
+		q[i] = append([]byte(nil), a...)
+	}
+	s.queue = append(s.queue, q)
+}
+
+// RefusedInMulti records that a command was refused while queueing, so
+// EXEC aborts; it does nothing outside MULTI.
+func (s *Session) RefusedInMulti() {
+	if s.multi {
+		s.multiErr = true
+	}
+}
+
+// endMulti leaves MULTI and returns what was queued and whether EXEC
+// must abort.
+func (s *Session) endMulti() (queue [][][]byte, aborted bool) {
+	queue, aborted = s.queue, s.multiErr
+	s.multi, s.multiErr, s.queue = false, false, nil
+	return queue, aborted
+}
+
+func (s *Session) setName(n string) {
+	s.mu.Lock()
+	s.name = n
+	s.mu.Unlock()
+}

@@ -1,0 +1,91 @@
+package node
+
+import (
+	"sort"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/commands"
+)
+
+// Client is one connection registered with the node: its protocol state
+// (the Session the commands see) and what the dispatcher keeps for it. The
+// resp package creates it with NewClient and passes it to every Exec on
+// that connection; only that connection's goroutine calls Exec with it.
+type Client struct {
+	*commands.Session
+
+	ctx commands.Ctx // reused for every command: no allocation per command
+	// lastLookup is the top-level command this client sent last (a
+	// lookup cache; commandNamed).
+	lastLookup *commands.Command
+	// mark is the monotonic ns (clock.Mono) at which the current command
+	// began: the end of the previous one, or the moment its batch was
+	// read (Mark).
+	mark int64
+	// stripe is the statistics cell the client's commands count in.
+	stripe uint32
+}
+
+// NewClient registers a connection; close closes it from another goroutine
+// (CLIENT KILL), and is set before the client is listed, so a kill never
+// finds a client it cannot close. It returns commands.ErrMaxClients to
+// refuse the connection when maxclients is reached.
+func (n *Node) NewClient(addr, laddr string, close func()) (*Client, error) {
+	n.clientsMu.Lock()
+	defer n.clientsMu.Unlock()
+	if max := n.maxClients.Load(); max > 0 && int64(len(n.clients)) >= max {
+		n.stats.rejectedConns.Add(1)
+		return nil, commands.ErrMaxClients
+	}
+	s := commands.NewSession(n.nextID.Add(1), addr, laddr, !n.PasswordRequired(), close)
+	c := &Client{Session: s, stripe: uint32(s.ID) % stripes, mark: clock.Mono()}
+	n.clients[s.ID] = c
+	n.stats.connections.Add(1)
+	return c, nil
+}
+
+// RemoveClient unregisters a closed connection.
+func (n *Node) RemoveClient(c *Client) {
+	n.clientsMu.Lock()
+	delete(n.clients, c.ID)
+	n.clientsMu.Unlock()
+}
+
+// Sessions lists the connected clients' sessions by ID; those being
+// killed are gone even before their connection ends.
+func (n *Node) Sessions() []*commands.Session {
+	n.clientsMu.Lock()
+	out := make([]*commands.Session, 0, len(n.clients))
+	for _, c := range n.clients {
+		if !c.Killed() {
+			out = append(out, c.Session)
+		}
+	}
+	n.clientsMu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// connectedClients counts the registered connections.
+func (n *Node) connectedClients() int {
+	n.clientsMu.Lock()
+	defer n.clientsMu.Unlock()
+	return len(n.clients)
+}
+
+// SetStripe tells the client which statistics cell to count its commands
+// in: the connection's event loop passes its own index, so that loops on
+// different cores never update one cache line (see stripes). Call it
+// before the client's first command. Without it, a client counts in the
+// cell its ID picks.
+func (c *Client) SetStripe(loop int) { c.stripe = uint32(loop) % stripes }
+
+// Mark records that a new batch of commands has just been read, so the
+// first command's time excludes the wait for input. The connection calls
+// it after a blocking read.
+func (c *Client) Mark() { c.mark = clock.Mono() }
+
+// Idle is how long the client has been without a command (the idle
+// timeout's measure).
+func (c *Client) Idle() time.Duration { return c.Session.Idle() }

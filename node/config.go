@@ -1,0 +1,168 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Limits bound what one request may carry (docs/protocol.md, "Errors and
+// bad input"). Exceeding one gets an error reply and the connection is
+// closed.
+type Limits struct {
+	MaxArgs   int // arguments per command, name included
+	MaxArgLen int // bytes per argument
+	MaxKeyLen int // bytes per key argument
+	MaxOutput int // bytes of replies pending for one connection
+}
+
+// DefaultLimits are the limits every server runs with.
+var DefaultLimits = Limits{MaxArgs: 1024, MaxArgLen: 64 << 10, MaxKeyLen: 1 << 10, MaxOutput: 64 << 20}
+
+// Config is the node's configuration, as flags give it and CONFIG GET
+// reports it. Fields that CONFIG SET may change at run time are read with
+// the node's accessors.
+type Config struct {
+	Bind         string
+	Port         int
+	Dir          string
+	SaveInterval time.Duration // 0: memory only
+	RequirePass  string
+	MasterAuth   string
+	ReplicaOf    string
+	MaxClients   int
+	Timeout      int // idle seconds before a client is closed; 0 never
+	Shards       int
+	ClockMode    string // "real" or "manual"
+	TLSCert      string
+	TLSKey       string
+	LogLevel     string
+	LogFormat    string
+	MetricsAddr  string
+	Limits       Limits
+}
+
+// Validate checks every value, so that a start with a bad one fails with
+// a message naming it, and refuses the settings of features not built
+// yet, so that none is silently ignored. Empty ClockMode, LogLevel and
+// LogFormat mean real, info and text. It reads no file: whether Dir can
+// be used is for the store to find out.
+func (c Config) Validate() error {
+	switch {
+	case c.SaveInterval < 0:
+		return errors.New("--save-interval must not be negative")
+	case c.Dir == "":
+		return errors.New("--dir must not be empty")
+	}
+	switch {
+	case c.ReplicaOf != "":
+		return errors.New("--replicaof: replication is not available yet")
+	case c.MasterAuth != "":
+		return errors.New("--masterauth: replication is not available yet")
+	case c.MetricsAddr != "":
+		return errors.New("--metrics-addr: metrics are not available yet")
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errors.New("--tls-cert and --tls-key must be given together")
+	case c.MaxClients < 1:
+		return errors.New("--maxclients must be at least 1")
+	case c.Timeout < 0:
+		return errors.New("--timeout must not be negative")
+	case c.Shards <= 0:
+		return errors.New("shards must be positive")
+	case c.Shards&(c.Shards-1) != 0 || c.Shards > engine.MaxShards:
+		return fmt.Errorf("shards must be a power of two up to %d, got %d", engine.MaxShards, c.Shards)
+	case c.ClockMode != "" && c.ClockMode != "real" && c.ClockMode != "manual":
+		return fmt.Errorf("clock must be real or manual, got %q", c.ClockMode)
+	case c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json":
+		return fmt.Errorf("--log-format must be text or json, got %q", c.LogFormat)
+	}
+	if c.LogLevel != "" {
+		if _, err := ParseLogLevel(c.LogLevel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseLogLevel parses a --log-level value: debug, info, warn, error, and
+// Redis's verbose, notice, warning.
+func ParseLogLevel(v string) (slog.Level, error) {
+	switch strings.ToLower(v) {
+	case "debug", "verbose":
+		return slog.LevelDebug, nil
+	case "info", "notice":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("invalid log level %q", v)
+}
+
+// ConfigParams are CONFIG GET's and CONFIG SET's parameters, in the order
+// CONFIG GET * lists them.
+func (n *Node) ConfigParams() []commands.ConfigParam {
+	str := func(f func(c Config) string) func() string {
+		return func() string { return f(n.Config()) }
+	}
+	return []commands.ConfigParam{
+		{Name: "bind", Get: str(func(c Config) string { return c.Bind })},
+		{Name: "port", Get: str(func(c Config) string { return strconv.Itoa(c.Port) })},
+		{Name: "dir", Get: str(func(c Config) string { return c.Dir })},
+		{Name: "save-interval", Get: str(func(c Config) string { return c.SaveInterval.String() })},
+		// redis-benchmark reads save and appendonly at start: rlserver has
+		// no RDB save points and no AOF.
+		{Name: "save", Get: func() string { return "" }},
+		{Name: "appendonly", Get: func() string { return "no" }},
+		{Name: "requirepass", Get: func() string { return *n.requirePass.Load() },
+			Set: func(v string) error {
+				n.requirePass.Store(&v)
+				n.cfgMu.Lock()
+				n.cfg.RequirePass = v
+				n.cfgMu.Unlock()
+				return nil
+			}},
+		{Name: "masterauth", Get: str(func(c Config) string { return c.MasterAuth })},
+		{Name: "replicaof", Get: str(func(c Config) string { return c.ReplicaOf })},
+		{Name: "maxclients", Get: func() string { return strconv.FormatInt(n.maxClients.Load(), 10) },
+			Set: func(v string) error {
+				k, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || k < 1 {
+					return errors.New("argument must be a positive integer")
+				}
+				n.maxClients.Store(k)
+				return nil
+			}},
+		{Name: "timeout", Get: func() string { return strconv.FormatInt(n.timeout.Load(), 10) },
+			Set: func(v string) error {
+				k, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || k < 0 {
+					return errors.New("argument couldn't be parsed into an integer")
+				}
+				n.timeout.Store(k)
+				return nil
+			}},
+		{Name: "shards", Get: func() string { return strconv.Itoa(n.engine.Shards()) }},
+		{Name: "clock", Get: str(func(c Config) string { return c.ClockMode })},
+		{Name: "tls-cert-file", Get: str(func(c Config) string { return c.TLSCert })},
+		{Name: "tls-key-file", Get: str(func(c Config) string { return c.TLSKey })},
+		{Name: "loglevel", Get: func() string { return strings.ToLower(n.logLevel.Level().String()) },
+			Set: func(v string) error {
+				l, err := ParseLogLevel(v)
+				if err != nil {
+					return err
+				}
+				n.logLevel.Set(l)
+				return nil
+			}},
+		{Name: "log-format", Get: str(func(c Config) string { return c.LogFormat })},
+		{Name: "metrics-addr", Get: str(func(c Config) string { return c.MetricsAddr })},
+	}
+}

@@ -1,0 +1,210 @@
+package node
+
+import (
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Exec runs one command for client c, writing its reply to w. args[0] is
+// the command name; args are valid only during the call.
+//
+// The dispatcher's checks, in order: the command exists, the client is
+// authenticated, the arity, key sizes, MULTI's rules, writes refused on a
+// read-only node. Then it reads the clock once and runs the handler.
+func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
+	if len(args) == 0 {
+		return
+	}
+	d := n.dispatch.cell(c.stripe)
+	d[nCommands].Add(1)
+	cmd, err := n.resolve(c, args)
+	if err == "" {
+		switch {
+		case c.InMulti() && cmd.Has(commands.FlagNoMulti):
+			err = commands.ErrNotInMulti
+		case cmd.Has(commands.FlagWrite): // refused at queue time too, as Redis does
+			if ro := n.readOnly.Load(); ro != nil {
+				err = *ro
+			}
+		}
+	}
+	if err != "" {
+		d[nErrorReplies].Add(1)
+		if cmd != nil {
+			n.perCmd[cmd.Index].cell(c.stripe)[nRejected].Add(1)
+		}
+		c.RefusedInMulti()
+		w.Error(string(err))
+		return
+	}
+	if c.InMulti() && !cmd.Has(commands.FlagTxnControl) {
+		c.Enqueue(args)
+		w.Simple("QUEUED")
+		return
+	}
+	var now int64
+	if !cmd.Clockless {
+		// The clock reads at c.mark, the monotonic reading that ended
+		// the previous command (or began the batch): the dispatcher's
+		// timing and the clock share one reading per command.
+		now = n.nowAt(c.mark)
+	}
+	n.run(c, cmd, args, w, now, n.engine.Store())
+}
+
+// RunQueued runs EXEC's queue for s's client as one atomic step: every
+// shard is locked for the duration and every command sees the clock
+// reading now. Each command is checked again (a write refused meanwhile
+// is refused here too) and its reply written to w.
+func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Writer, now int64) {
+	c := n.clientOf(s)
+	saved := c.ctx // EXEC's own context: the queued runs reuse c.ctx
+	n.engine.Atomic(func(st engine.Store) {
+		for _, args := range queue {
+			cmd, err := n.resolve(c, args)
+			if err == "" && cmd.Has(commands.FlagWrite) {
+				if ro := n.readOnly.Load(); ro != nil {
+					err = *ro
+				}
+			}
+			if err != "" {
+				w.Error(string(err))
+				continue
+			}
+			n.run(c, cmd, args, w, now, st)
+		}
+	})
+	c.ctx = saved
+}
+
+// clientOf finds the client of a session of this node.
+func (n *Node) clientOf(s *commands.Session) *Client {
+	n.clientsMu.Lock()
+	defer n.clientsMu.Unlock()
+	return n.clients[s.ID]
+}
+
+// AppendKey appends the first key of the command args to keys, if the
+// command has one, for Prefetch. Call it from the client's connection
+// goroutine, as Exec.
+func (n *Node) AppendKey(keys [][]byte, c *Client, args [][]byte) [][]byte {
+	if len(args) < 2 {
+		return keys
+	}
+	cmd := n.commandNamed(c, args[0])
+	if cmd == nil || cmd.FirstKey <= 0 || cmd.FirstKey >= len(args) {
+		return keys
+	}
+	return append(keys, args[cmd.FirstKey])
+}
+
+// Prefetch brings the keys' state into the CPU cache ahead of the commands
+// that will use them (engine.Prefetch): a connection's pipelined batch.
+func (n *Node) Prefetch(keys [][]byte) { n.engine.Prefetch(keys) }
+
+// PrefetchMax is how many keys one Prefetch call takes at most
+// (engine.PrefetchMax), for the connections that gather them.
+const PrefetchMax = engine.PrefetchMax
+
+// atClock is a clock that can read at a monotonic reading its caller took
+// with clock.Mono (clock.Real and clock.Manual are).
+type atClock interface{ NowAt(mono int64) int64 }
+
+// nowAt reads the server clock at the monotonic reading m (clock.Mono).
+func (n *Node) nowAt(m int64) int64 {
+	if c, ok := n.clock.(atClock); ok {
+		return c.NowAt(m)
+	}
+	return n.clock.Now()
+}
+
+// run executes a resolved command with the given clock reading and store.
+//
+// Timing takes one monotonic reading per command: a command runs from the
+// end of the previous one (or its batch's Mark) to its own end.
+func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.Writer, now int64, st engine.Store) {
+	x := &c.ctx
+	*x = commands.Ctx{N: n, C: c.Session, W: w, Args: args, Now: now, Store: st}
+	cmd.Run(x)
+	end := clock.Mono()
+	cs := n.perCmd[cmd.Index].cell(c.stripe)
+	cs[nCalls].Add(1)
+	cs[nNs].Add(end - c.mark)
+	c.mark = end
+	if x.Failed() {
+		cs[nFailed].Add(1)
+		n.dispatch.cell(c.stripe)[nErrorReplies].Add(1)
+	}
+	c.Done(&cmd.Name, end)
+	x.Args = nil
+}
+
+// equalFoldASCII compares a command name from the wire with a lower-case
+// table name, ignoring ASCII case.
+func equalFoldASCII(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// commandNamed finds the top-level command name in the table. Clients
+// mostly repeat one command: the client's last one is tried first, which
+// saves the lower-casing and the map lookup. It runs on the client's
+// connection goroutine only (the cache is not shared).
+func (n *Node) commandNamed(c *Client, name []byte) *commands.Command {
+	cmd := c.lastLookup
+	if cmd == nil || !equalFoldASCII(name, cmd.Name) {
+		cmd = n.table.Lookup(name)
+		if cmd != nil {
+			c.lastLookup = cmd
+		}
+	}
+	return cmd
+}
+
+// resolve finds the command (or subcommand) for args and applies the
+// checks every command gets: existence, authentication, arity, key size.
+// It returns the command and, if refused, the error.
+func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Error) {
+	cmd := n.commandNamed(c, args[0])
+	if cmd == nil {
+		return nil, commands.ErrUnknownCommand(args)
+	}
+	if cmd.Sub != nil && len(args) >= 2 {
+		sub := commands.Table(cmd.Sub).Lookup(args[1])
+		if sub == nil {
+			if !c.Authenticated() && !cmd.Has(commands.FlagNoAuth) {
+				return cmd, commands.ErrNoAuth
+			}
+			return cmd, commands.ErrUnknownSubcommand(args[1], cmd.Name)
+		}
+		cmd = sub
+	}
+	if !c.Authenticated() && !cmd.Has(commands.FlagNoAuth) {
+		return cmd, commands.ErrNoAuth
+	}
+	if !cmd.ArityOK(len(args)) {
+		return cmd, commands.ErrWrongArgs(cmd.Name)
+	}
+	tooLong := false
+	cmd.KeyPositions(len(args), func(i int) {
+		if len(args[i]) > n.cfg.Limits.MaxKeyLen {
+			tooLong = true
+		}
+	})
+	if tooLong {
+		c.CloseWhenReplied()
+		return cmd, commands.ErrKeyTooLong
+	}
+	return cmd, ""
+}

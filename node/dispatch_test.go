@@ -1,0 +1,111 @@
+package node_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/node"
+)
+
+// BenchmarkDispatch runs commands through Node.Exec: lookup, arity,
+// auth and key checks, the clock read, the handler and the engine.
+func BenchmarkDispatch(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"PING", []string{"PING"}},
+		{"CL.THROTTLE", []string{"CL.THROTTLE", "user:123", "15", "30", "60", "1"}},
+		{"GET", []string{"get", "user:123"}},
+		{"RL.FIXED", []string{"RL.FIXED", "user:123:f", "100", "60s"}},
+		{"RL.BUCKET", []string{"RL.BUCKET", "user:123:b", "100", "100", "60s"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := node.New(node.Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewReal(1_700_000_000_000_000_000), node.Options{})
+			c, _ := s.NewClient("bench", "bench", nil)
+			args := rltest.Argv(tc.args...)
+			s.Exec(c, rltest.Argv("CL.THROTTLE", "user:123", "15", "30", "60"), rltest.Discard{})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.Exec(c, args, rltest.Discard{})
+			}
+		})
+	}
+}
+
+// TestHotPathAllocatesNothing keeps the CL.THROTTLE dispatch path free of
+// allocations (a regression here costs GC time at every request). The
+// clock stands still, so every reply is known: the first call's and the
+// last measured call's are checked, and no call may answer an error (a
+// hot path that fails cheaply does not pass).
+func TestHotPathAllocatesNothing(t *testing.T) {
+	s := node.New(node.Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewManual(1_700_000_000_000_000_000), node.Options{})
+	c, _ := s.NewClient("t", "t", nil)
+	for _, tc := range []struct {
+		cmd         []string
+		first, last string // the last of 1 + 1001 calls (AllocsPerRun warms up once)
+	}{
+		{[]string{"CL.THROTTLE", "user:123", "15", "30", "60", "1"}, "*5 :0 :16 :15 :-1 :2", "*5 :1 :16 :0 :2 :32"},
+		{[]string{"cl.throttle", "user:123", "15", "30", "60"}, "*5 :1 :16 :0 :2 :32", "*5 :1 :16 :0 :2 :32"},
+		{[]string{"PING"}, "+PONG", "+PONG"},
+		{[]string{"PTTL", "user:123"}, ":32000", ":32000"},
+		{[]string{"RL.FIXED", "f", "100", "60s"}, "*5 :0 :100 :99 :-1 :40000", "*5 :1 :100 :0 :40000 :40000"},
+		{[]string{"RL.SLIDE", "s", "100", "60s"}, "*5 :0 :100 :99 :-1 :100000", "*5 :1 :100 :0 :40001 :100000"},
+		{[]string{"RL.BUCKET", "b", "100", "100", "60s"}, "*5 :0 :100 :99 :-1 :600", "*5 :1 :100 :0 :600 :60000"},
+		{[]string{"RL.LOG", "l", "1000000", "60s"}, "*5 :0 :1000000 :999999 :-1 :60000", "*5 :0 :1000000 :998998 :-1 :60000"},
+	} {
+		cmd := tc.cmd
+		args := rltest.Argv(cmd...)
+		w := rltest.NewRecorder(2)
+		s.Exec(c, args, w)
+		if got := w.String(); got != tc.first {
+			t.Errorf("%v: first reply %q, want %q", cmd, got, tc.first)
+		}
+		if n := testing.AllocsPerRun(1000, func() { w.Reset(); s.Exec(c, args, w) }); n != 0 {
+			t.Errorf("%v: %v allocations per command, want 0", cmd, n)
+		}
+		if got := w.String(); got != tc.last {
+			t.Errorf("%v: last reply %q, want %q", cmd, got, tc.last)
+		}
+		if w.Errors != 0 {
+			t.Errorf("%v: %d error replies", cmd, w.Errors)
+		}
+	}
+}
+
+// BenchmarkDispatchParallel runs commands through Node.Exec from
+// GOMAXPROCS goroutines at once, each its own client, as event loops on
+// separate cores do: what the goroutines share (statistics counters, the
+// clock) shows as time per command growing with -cpu.
+func BenchmarkDispatchParallel(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"PING", []string{"PING"}},
+		{"CL.THROTTLE", []string{"CL.THROTTLE", "user:", "15", "30", "60", "1"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := node.New(node.Config{Shards: 16, MaxClients: 1000}, engine.New(16), clock.NewRealWith(clock.RealOptions{}), node.Options{})
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				c, _ := s.NewClient("bench", "bench", nil)
+				i := int(next.Add(1)) - 1
+				c.SetStripe(i) // as event loop i would
+				args := rltest.Argv(tc.args...)
+				if len(args) > 1 { // a key of its own: no shard lock shared
+					args[1] = fmt.Appendf(args[1], "%d", i)
+				}
+				for pb.Next() {
+					s.Exec(c, args, rltest.Discard{})
+				}
+			})
+		})
+	}
+}

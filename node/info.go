@@ -1,0 +1,232 @@
+package node
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/proc"
+	"github.com/rlserver/rlserver/persist"
+)
+
+// infoSection is one INFO section: its name (lower case), its heading,
+// whether INFO without arguments prints it, and what writes its fields.
+type infoSection struct {
+	name, title string
+	byDefault   bool
+	write       func(n *Node, f *infoFields, now int64, st engine.Store)
+}
+
+// infoSections are INFO's sections in the order INFO prints them.
+var infoSections = []infoSection{
+	{"server", "Server", true, (*Node).infoServer},
+	{"clients", "Clients", true, (*Node).infoClients},
+	{"memory", "Memory", true, (*Node).infoMemory},
+	{"persistence", "Persistence", true, (*Node).infoPersistence},
+	{"stats", "Stats", true, (*Node).infoStats},
+	{"replication", "Replication", true, (*Node).infoReplication},
+	{"cpu", "CPU", true, (*Node).infoCPU},
+	{"commandstats", "Commandstats", false, (*Node).infoCommandstats},
+	{"keyspace", "Keyspace", true, (*Node).infoKeyspace},
+}
+
+// infoFields builds a section's "name:value" lines.
+type infoFields struct{ b strings.Builder }
+
+func (f *infoFields) line(k string, v any) { fmt.Fprintf(&f.b, "%s:%v\r\n", k, v) }
+
+// Info renders INFO [section ...]: no argument or "default" for the
+// default sections, "all" or "everything" for every one. It reads the
+// keyspace through st, the command's store: inside EXEC every shard is
+// already locked.
+func (n *Node) Info(args [][]byte, now int64, st engine.Store) string {
+	want := map[string]bool{}
+	for _, a := range args {
+		switch sec := strings.ToLower(string(a)); sec {
+		case "all", "everything":
+			for _, s := range infoSections {
+				want[s.name] = true
+			}
+		case "default":
+			for _, s := range infoSections {
+				want[s.name] = want[s.name] || s.byDefault
+			}
+		default:
+			want[sec] = true
+		}
+	}
+	var f infoFields
+	for _, s := range infoSections {
+		if len(args) == 0 && !s.byDefault || len(args) > 0 && !want[s.name] {
+			continue
+		}
+		if f.b.Len() > 0 {
+			f.b.WriteString("\r\n")
+		}
+		f.b.WriteString("# " + s.title + "\r\n")
+		s.write(n, &f, now, st)
+	}
+	return f.b.String()
+}
+
+func (n *Node) infoServer(f *infoFields, now int64, _ engine.Store) {
+	cfg := n.Config()
+	up := time.Since(n.started)
+	f.line("redis_version", commands.RedisVersion)
+	f.line("rlserver_version", commands.Version)
+	f.line("redis_mode", "standalone")
+	f.line("os", runtime.GOOS+" "+runtime.GOARCH)
+	f.line("arch_bits", strconv.IntSize)
+	f.line("go_version", runtime.Version())
+	f.line("process_id", os.Getpid())
+	f.line("run_id", n.runID)
+	f.line("tcp_port", cfg.Port)
+	f.line("server_time_usec", now/1000)
+	f.line("uptime_in_seconds", int64(up.Seconds()))
+	f.line("uptime_in_days", int64(up.Hours()/24))
+	f.line("clock", cfg.ClockMode)
+	offset := now - time.Now().UnixNano()
+	if o, ok := n.clock.(interface{ Offset() int64 }); ok {
+		offset = o.Offset() // against the wall clock the real clock follows
+	}
+	f.line("clock_offset_ms", offset/1e6)
+	f.line("shards", n.engine.Shards())
+	f.line("executable", os.Args[0])
+}
+
+func (n *Node) infoClients(f *infoFields, _ int64, _ engine.Store) {
+	f.line("connected_clients", n.connectedClients())
+	f.line("maxclients", n.maxClients.Load())
+	f.line("blocked_clients", 0)
+}
+
+func (n *Node) infoMemory(f *infoFields, _ int64, st engine.Store) {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	ks := st.Memory()
+	used := m.HeapAlloc + uint64(ks.Held)
+	f.line("used_memory", used)
+	f.line("used_memory_human", humanBytes(used))
+	f.line("used_memory_rss", proc.RSS())
+	f.line("used_memory_peak", m.HeapSys+uint64(ks.Held))
+	// The keyspace lives outside the Go heap (engine/mem.go).
+	f.line("keyspace_bytes", ks.Held)
+	f.line("keyspace_records_bytes", ks.Records)
+	f.line("keyspace_garbage_bytes", ks.Garbage)
+	f.line("total_system_memory", proc.TotalMemory())
+	f.line("mem_allocator", "go")
+	f.line("go_heap_objects", m.HeapObjects)
+	f.line("go_gc_cycles", m.NumGC)
+	// GOMEMLIMIT bounds the process: the Go runtime's own limit is what
+	// is left of it beside the keyspace (the wiring's memory-limit loop).
+	f.line("memory_limit", n.memLimit.Load())
+	goLimit := debug.SetMemoryLimit(-1)
+	if goLimit == math.MaxInt64 {
+		goLimit = 0
+	}
+	f.line("go_memory_limit", goLimit)
+}
+
+func (n *Node) infoPersistence(f *infoFields, _ int64, _ engine.Store) {
+	cfg := n.Config()
+	pi := persist.Info{LastOK: true, LastSaveUnix: n.started.Unix(), LastDuration: -time.Second}
+	if n.snap != nil {
+		pi = n.snap.Info()
+	}
+	status := "ok"
+	if !pi.LastOK {
+		status = "err"
+	}
+	f.line("loading", 0)
+	f.line("async_loading", 0)
+	f.line("rdb_changes_since_last_save", pi.ChangesSinceSave)
+	f.line("rdb_bgsave_in_progress", b2i(pi.InProgress))
+	f.line("rdb_last_save_time", pi.LastSaveUnix)
+	f.line("rdb_last_bgsave_status", status)
+	f.line("rdb_last_bgsave_time_sec", int64(pi.LastDuration.Seconds()))
+	f.line("rdb_saves", pi.Saves)
+	f.line("rdb_save_errors", pi.Errors)
+	f.line("rdb_last_save_records", pi.LastRecords)
+	f.line("aof_enabled", 0)
+	f.line("persistence_enabled", b2i(n.snap != nil))
+	f.line("save_interval", cfg.SaveInterval.String())
+	f.line("dir", cfg.Dir)
+	f.line("keys_loaded", n.loaded.Keys)
+	f.line("expired_on_load", n.loaded.Expired)
+	f.line("load_time_ms", n.loaded.Duration.Milliseconds())
+}
+
+func (n *Node) infoStats(f *infoFields, _ int64, _ engine.Store) {
+	st := &n.stats
+	d := n.dispatch.totals()
+	f.line("total_connections_received", st.connections.Load())
+	f.line("total_commands_processed", d[nCommands])
+	f.line("total_net_input_bytes", d[nNetIn])
+	f.line("total_net_output_bytes", d[nNetOut])
+	f.line("rejected_connections", st.rejectedConns.Load())
+	f.line("expired_keys", st.expiredKeys.Load())
+	// What a request could have waited behind the expiry sweep.
+	f.line("expire_longest_hold_us", st.expireHold.Load()/1000)
+	f.line("total_error_replies", d[nErrorReplies])
+}
+
+func (n *Node) infoReplication(f *infoFields, _ int64, _ engine.Store) {
+	f.line("role", "master")
+	f.line("connected_slaves", 0)
+	f.line("master_replid", n.runID)
+	f.line("master_repl_offset", 0)
+}
+
+func (n *Node) infoCPU(f *infoFields, _ int64, _ engine.Store) {
+	sys, user := proc.CPUTimes()
+	f.line("used_cpu_sys", fmt.Sprintf("%.6f", sys.Seconds()))
+	f.line("used_cpu_user", fmt.Sprintf("%.6f", user.Seconds()))
+}
+
+func (n *Node) infoCommandstats(f *infoFields, _ int64, _ engine.Store) {
+	for _, c := range n.table.All() {
+		t := n.perCmd[c.Index].totals()
+		calls, usec, rej, fail := t[nCalls], t[nNs]/1000, t[nRejected], t[nFailed]
+		if calls+rej == 0 {
+			continue
+		}
+		per := 0.0
+		if calls > 0 {
+			per = float64(usec) / float64(calls)
+		}
+		fmt.Fprintf(&f.b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+			c.Name, calls, usec, per, rej, fail)
+	}
+}
+
+func (n *Node) infoKeyspace(f *infoFields, _ int64, st engine.Store) {
+	if k := st.Len(); k > 0 {
+		fmt.Fprintf(&f.b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", k, k)
+	}
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

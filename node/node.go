@@ -1,0 +1,235 @@
+package node
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persist"
+)
+
+// Node is one rlserver without its sockets: the keyspace, the clock, the
+// configuration, the connected clients, the statistics and the snapshots.
+// The resp package feeds it commands through Exec. Safe for concurrent
+// use.
+type Node struct {
+	engine   *engine.Engine
+	clock    clock.Clock
+	log      *slog.Logger
+	logLevel *slog.LevelVar // what CONFIG SET loglevel changes
+	table    commands.Table
+	started  time.Time // wall and monotonic start, for uptime and LASTSAVE
+	runID    string
+
+	cfgMu sync.Mutex
+	cfg   Config
+
+	requirePass atomic.Pointer[string]
+	maxClients  atomic.Int64
+	timeout     atomic.Int64
+	// readOnly, when set, is the error every write command gets (a
+	// replica's READONLY).
+	readOnly atomic.Pointer[commands.Error]
+
+	clientsMu sync.Mutex
+	clients   map[int64]*Client
+	nextID    atomic.Int64
+
+	stats    nodeStats
+	dispatch stripedCounts   // per-command counts over all commands (INFO stats)
+	perCmd   []stripedCounts // per command, by Command.Index (INFO commandstats)
+	memLimit atomic.Int64    // the process's memory limit, 0 if none (SetMemoryLimit)
+
+	shutdownOnce sync.Once
+	shutdown     chan struct{}
+	shutdownSave atomic.Bool
+
+	snap   *persist.Snapshotter // nil when the node runs in memory only
+	loaded LoadInfo
+}
+
+// LoadInfo describes what was loaded at start (INFO persistence).
+type LoadInfo struct {
+	Keys, Expired int
+	Duration      time.Duration
+}
+
+// nodeStats are the counts that change per connection or per sweep;
+// those that change per command are striped (stats.go).
+type nodeStats struct {
+	connections, rejectedConns, expiredKeys atomic.Int64
+	// expireHold is the longest the expiry sweep has held a shard's lock
+	// at a time, in ns (engine.SweepStats.LongestHold).
+	expireHold atomic.Int64
+}
+
+// Options are what New needs besides the configuration. Zero values are
+// usable: a discarding logger, a level of its own, no persistence.
+type Options struct {
+	Logger   *slog.Logger
+	LogLevel *slog.LevelVar
+	// Snapshotter writes the engine's changes; nil runs in memory only.
+	Snapshotter *persist.Snapshotter
+	// Loaded describes the start-up load.
+	Loaded LoadInfo
+}
+
+// New returns a node over e and clk with configuration cfg (which
+// Validate has accepted).
+func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LogLevel == nil {
+		o.LogLevel = new(slog.LevelVar)
+	}
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	table := commands.NewTable()
+	n := &Node{
+		engine: e, clock: clk, log: o.Logger, logLevel: o.LogLevel, table: table,
+		started: time.Now(), cfg: cfg, clients: make(map[int64]*Client),
+		perCmd:   make([]stripedCounts, len(table.All())),
+		shutdown: make(chan struct{}),
+		runID:    fmt.Sprintf("%040x", time.Now().UnixNano()),
+		snap:     o.Snapshotter, loaded: o.Loaded,
+	}
+	pass := cfg.RequirePass
+	n.requirePass.Store(&pass)
+	n.maxClients.Store(int64(cfg.MaxClients))
+	n.timeout.Store(int64(cfg.Timeout))
+	return n
+}
+
+// Engine is the node's keyspace.
+func (n *Node) Engine() *engine.Engine { return n.engine }
+
+// Shards is the keyspace's shard count.
+func (n *Node) Shards() int { return n.engine.Shards() }
+
+// Clock is the server clock.
+func (n *Node) Clock() clock.Clock { return n.clock }
+
+// Commands is the node's command table.
+func (n *Node) Commands() commands.Table { return n.table }
+
+// Logger is the node's logger.
+func (n *Node) Logger() *slog.Logger { return n.log }
+
+// Limits returns the request limits.
+func (n *Node) Limits() Limits { return n.cfg.Limits }
+
+// Config returns a copy of the current configuration.
+func (n *Node) Config() Config {
+	n.cfgMu.Lock()
+	defer n.cfgMu.Unlock()
+	return n.cfg
+}
+
+// IdleTimeout is the idle time after which a client is closed (0: never).
+func (n *Node) IdleTimeout() time.Duration {
+	return time.Duration(n.timeout.Load()) * time.Second
+}
+
+// RefuseWrites makes every write command answer err (a replica's
+// ErrReadOnly) until AcceptWrites; reads and peeks still run.
+func (n *Node) RefuseWrites(err commands.Error) { n.readOnly.Store(&err) }
+
+// AcceptWrites undoes RefuseWrites.
+func (n *Node) AcceptWrites() { n.readOnly.Store(nil) }
+
+// PasswordRequired reports whether the default user has a password.
+func (n *Node) PasswordRequired() bool { return *n.requirePass.Load() != "" }
+
+// CheckPassword reports whether user/pass authenticate as the only user,
+// "default". With no requirepass, default accepts any password.
+func (n *Node) CheckPassword(user, pass []byte) bool {
+	if string(user) != "default" {
+		return false
+	}
+	want := *n.requirePass.Load()
+	if want == "" {
+		return true
+	}
+	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+}
+
+// ShutdownRequested is closed when a client runs SHUTDOWN.
+func (n *Node) ShutdownRequested() <-chan struct{} { return n.shutdown }
+
+// RequestShutdown asks the process to stop (as SHUTDOWN does), with a
+// final snapshot when save is set. The first request decides.
+func (n *Node) RequestShutdown(save bool) {
+	n.shutdownOnce.Do(func() {
+		n.shutdownSave.Store(save)
+		close(n.shutdown)
+	})
+}
+
+// ShutdownSave reports whether the requested shutdown wants a final
+// snapshot (SHUTDOWN NOSAVE does not).
+func (n *Node) ShutdownSave() bool { return n.shutdownSave.Load() }
+
+// Persistent reports whether the node writes snapshots.
+func (n *Node) Persistent() bool { return n.snap != nil }
+
+// Save writes a snapshot now (SAVE).
+func (n *Node) Save() error {
+	if n.snap == nil {
+		return commands.ErrPersistOff
+	}
+	return n.snap.Save()
+}
+
+// BackgroundSave starts a snapshot in the background (BGSAVE).
+func (n *Node) BackgroundSave() error {
+	if n.snap == nil {
+		return commands.ErrPersistOff
+	}
+	if err := n.snap.BackgroundSave(); err != nil {
+		return commands.ErrBgsaveRunning
+	}
+	return nil
+}
+
+// LastSave is the Unix time of the last good snapshot (LASTSAVE): the
+// start time when the node runs in memory only.
+func (n *Node) LastSave() int64 {
+	if n.snap == nil {
+		return n.started.Unix()
+	}
+	return n.snap.Info().LastSaveUnix
+}
+
+// SetMemoryLimit records the process's memory limit for INFO memory (0:
+// none); the wiring's memory-limit loop sets it.
+func (n *Node) SetMemoryLimit(limit int64) { n.memLimit.Store(limit) }
+
+// CountTraffic adds bytes read from and written to c's connection to INFO
+// stats.
+func (n *Node) CountTraffic(c *Client, in, out int) {
+	d := n.dispatch.cell(c.stripe)
+	d[nNetIn].Add(int64(in))
+	d[nNetOut].Add(int64(out))
+}
+
+// ResetStats zeroes the statistics (CONFIG RESETSTAT).
+func (n *Node) ResetStats() {
+	for i := range n.perCmd {
+		n.perCmd[i].reset()
+	}
+	n.stats.connections.Store(0)
+	n.stats.rejectedConns.Store(0)
+	n.stats.expireHold.Store(0)
+	n.dispatch.reset()
+}
+
+// Compile-time check: the handlers' view of the node.
+var _ commands.Node = (*Node)(nil)
