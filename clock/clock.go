@@ -24,7 +24,7 @@ var ErrBackwards = errors.New("clock: time would move backwards")
 // DefaultSlewPPM is the default bound, in parts per million, on how much
 // faster or slower than the monotonic clock a Real clock runs while it
 // converges to the wall clock: 10000 ppm = 1%, so an offset of one hour is
-// absorbed in 100 hours (clock.md, property 4).
+// absorbed in 100 hours (docs/clock.md, property 4).
 const DefaultSlewPPM = 10_000
 
 // maxSlewPPM caps SlewPPM: at 1e6 ppm (100%) the clock may stand still while
@@ -48,7 +48,7 @@ type RealOptions struct {
 	Mono func() int64
 	// HighWater is the clock's stored high-water mark, in Unix ns (from the
 	// last snapshot): the clock starts at max(Wall(), HighWater), so it never
-	// goes back across a restart (clock.md, property 2).
+	// goes back across a restart (docs/clock.md, property 2).
 	HighWater int64
 	// SlewPPM bounds, in parts per million, how much faster or slower than
 	// Mono the clock runs while it differs from the wall clock. Default
@@ -65,7 +65,7 @@ type RealOptions struct {
 // monotonic clock. Offset always reads it.
 const wallEvery = int64(time.Millisecond)
 
-// Real is the production clock (clock.md, properties 1, 2 and 4). It is
+// Real is the production clock (docs/clock.md, properties 1, 2 and 4). It is
 // driven by a monotonic source, so a wall-clock step never makes it jump;
 // it starts at max(wall clock, high-water mark); and wherever it differs from
 // the wall clock it slews toward it, running at most SlewPPM parts per
@@ -479,7 +479,7 @@ var units = []struct {
 // MaxPeriod is the longest RL.* window or period: 10 years of 365 days.
 const MaxPeriod = 3650 * 24 * time.Hour
 
-// ParsePeriod parses an RL.* window or period (server.md): a decimal
+// ParsePeriod parses an RL.* window or period (docs/algorithms.md): a decimal
 // integer with a unit suffix ms, s, m, h or d, or bare seconds, from 1ms to
 // MaxPeriod. The result is in nanoseconds. It does not allocate unless it
 // fails.

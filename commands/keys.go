@@ -80,7 +80,7 @@ func cmdGet(x *Ctx) {
 	}
 }
 
-// cmdSet stores a CL.THROTTLE TAT (cl-throttle.md: SET exists for this
+// cmdSet stores a CL.THROTTLE TAT (docs/cl-throttle.md: SET exists for this
 // only): SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
 // The value must parse as an unsigned 64-bit integer.
 func cmdSet(x *Ctx) {

@@ -1,7 +1,7 @@
 package commands
 
 // parseInt64 parses a decimal int64 exactly as Redis (and Rust's
-// str::parse::<i64>, cl-throttle.md §2.2) accept it: an optional single
+// str::parse::<i64>, docs/cl-throttle.md §2.2) accept it: an optional single
 // sign, then one or more ASCII digits, in range. It does not allocate.
 func parseInt64(b []byte) (int64, bool) {
 	neg := false
@@ -26,7 +26,7 @@ func parseInt64(b []byte) (int64, bool) {
 }
 
 // parseUint64 parses an unsigned decimal with an optional '+', as Rust's
-// str::parse::<u64> does (a stored CL.THROTTLE TAT, cl-throttle.md §5.2).
+// str::parse::<u64> does (a stored CL.THROTTLE TAT, docs/cl-throttle.md §5.2).
 func parseUint64(b []byte) (uint64, bool) {
 	if len(b) > 0 && b[0] == '+' {
 		b = b[1:]

@@ -7,7 +7,7 @@ import (
 )
 
 // GCRA (the generic cell rate algorithm) exactly as redis-cell v0.5 runs it
-// for CL.THROTTLE; ../shared/spec/cl-throttle.md is the contract and its
+// for CL.THROTTLE; docs/cl-throttle.md is the contract and its
 // section numbers are quoted below.
 //
 // The state is one "theoretical arrival time" (TAT): the instant at which the

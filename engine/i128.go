@@ -7,7 +7,7 @@ import (
 
 // i128 is a signed 128-bit integer in two's complement. CL.THROTTLE needs it:
 // a stored TAT is an unsigned 64-bit value and TAT + increment, or a
-// difference of such times, does not fit int64 (cl-throttle.md §7).
+// difference of such times, does not fit int64 (docs/cl-throttle.md §7).
 type i128 struct {
 	hi int64
 	lo uint64

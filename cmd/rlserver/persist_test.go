@@ -1,7 +1,7 @@
 package main
 
-// End-to-end persistence tests against the real binary (persistence.md;
-// clock.md properties 1, 2 and 4; algorithms.md). Every test gives the
+// End-to-end persistence tests against the real binary (docs/persistence.md;
+// docs/clock.md properties 1, 2 and 4; docs/algorithms.md). Every test gives the
 // server its own t.TempDir() as --dir, stops it the way the spec names
 // (SHUTDOWN, signals, kill -9), starts it again on the same directory and
 // compares replies byte for byte.

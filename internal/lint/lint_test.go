@@ -2,7 +2,10 @@
 package lint
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -44,6 +47,82 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		for _, d := range deps(mod + pkg) {
 			if strings.HasPrefix(d, mod+"cmd/") {
 				t.Errorf("%s imports %s: nothing imports cmd/", pkg, d)
+			}
+		}
+	}
+}
+
+// TestImportRules: the layering the packages' doc.go files state. resp
+// reaches the keyspace only through node; only node and the wiring
+// (server, cmd/rlserver) import persist; commands never imports node (the
+// node implements commands.Node); node never imports the wire or the
+// wiring.
+func TestImportRules(t *testing.T) {
+	const mod = "github.com/rlserver/rlserver/"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		imports[strings.TrimPrefix(f[0], mod)] = f[1:]
+	}
+	forbidden := map[string][]string{
+		"resp":     {"engine", "persist"},
+		"commands": {"node", "persist", "resp", "server"},
+		"node":     {"resp", "server"},
+		"engine":   {"persist", "node", "commands"},
+	}
+	persistOK := map[string]bool{"node": true, "server": true, "cmd/rlserver": true, "persist": true}
+	for pkg, imps := range imports {
+		for _, imp := range imps {
+			rel, ours := strings.CutPrefix(imp, mod)
+			if !ours {
+				continue
+			}
+			for _, f := range forbidden[pkg] {
+				if rel == f {
+					t.Errorf("%s imports %s", pkg, rel)
+				}
+			}
+			if rel == "persist" && !persistOK[pkg] {
+				t.Errorf("%s imports persist: only node and the wiring may", pkg)
+			}
+		}
+	}
+	if len(imports["resp"]) == 0 || len(imports["node"]) == 0 {
+		t.Fatalf("go list found no imports for resp or node: %v", imports)
+	}
+}
+
+// TestNoPathsOutsideRepository: no source, script or document refers to a
+// path outside the repository (a clone has nothing beside it), and every
+// docs/*.md a file cites exists.
+func TestNoPathsOutsideRepository(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go", "*.sh", "*.py", "*.md", ".ci/*").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	files := strings.Fields(string(out))
+	if len(files) < 20 {
+		t.Fatalf("git ls-files found only %d files", len(files))
+	}
+	outside := regexp.MustCompile(`\.\./shared|shared/(spec|bench)|/work/`)
+	cited := regexp.MustCompile(`docs/[a-z0-9-]+\.md`)
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join("../..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := outside.FindString(line); m != "" && f != "internal/lint/lint_test.go" {
+				t.Errorf("%s:%d refers to %q, outside the repository", f, i+1, m)
+			}
+			for _, doc := range cited.FindAllString(line, -1) {
+				if _, err := os.Stat(filepath.Join("../..", doc)); err != nil {
+					t.Errorf("%s:%d cites %s, which does not exist", f, i+1, doc)
+				}
 			}
 		}
 	}
