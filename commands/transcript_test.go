@@ -11,7 +11,8 @@ import (
 var rewrite = flag.Bool("rewrite", false, "rewrite transcripts in testdata with the replies received (review the diff)")
 
 // TestTranscripts runs every testdata/*.txt transcript against a fresh real
-// server (manual clock) over RESP.
+// server (manual clock), over RESP and in process through the dispatcher
+// (the same replies either way).
 func TestTranscripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
@@ -25,6 +26,13 @@ func TestTranscripts(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			s := rltest.Start(t)
 			rltest.RunTranscript(t, s.Addr.String(), f, *rewrite)
+		})
+		if *rewrite {
+			continue
+		}
+		t.Run("local/"+filepath.Base(f), func(t *testing.T) {
+			s := rltest.Start(t)
+			rltest.RunTranscriptOn(t, func() rltest.Doer { return rltest.NewLocal(t, s.Node) }, f, false)
 		})
 	}
 }

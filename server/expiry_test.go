@@ -18,7 +18,7 @@ func memoryUsed(t *testing.T, c *rltest.Conn) uint64 {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapAlloc + uint64(infoField(t, c, "memory", "keyspace_bytes"))
+	return m.HeapAlloc + uint64(rltest.InfoInt(t, c, "memory", "keyspace_bytes"))
 }
 
 // TestExpiryReturnsMemory fills 1M CL.THROTTLE keys that live 1 s, moves
@@ -53,37 +53,21 @@ func TestExpiryReturnsMemory(t *testing.T) {
 	require.Greater(t, full, base+keys*32, "1M keys should occupy memory")
 
 	require.Equal(t, "+OK", c.Do("DEBUG", "CLOCK", "ADVANCE", "2s"))
-	waitFor(t, 15*time.Second, "DBSIZE to reach 0", func() (bool, string) {
+	rltest.WaitFor(t, 15*time.Second, "DBSIZE to reach 0", func() (bool, string) {
 		n := c.Do("DBSIZE")
 		return n == "0", "DBSIZE " + n
 	})
-	waitFor(t, 15*time.Second, "memory to shrink", func() (bool, string) {
+	rltest.WaitFor(t, 15*time.Second, "memory to shrink", func() (bool, string) {
 		h := memoryUsed(t, c)
 		return h < base+(full-base)/10, fmt.Sprintf("memory %d MB (base %d MB, full %d MB)", h>>20, base>>20, full>>20)
 	})
-	stats := infoText(t, c, "stats")
+	stats := rltest.InfoText(t, c, "stats")
 	require.Contains(t, stats, "expired_keys:1000000")
 	// The sweep held shard locks to drop them, in short steps: the
 	// longest hold is reported, and far below a whole shard's work.
-	hold := infoValue(t, stats, "expire_longest_hold_us")
+	hold := rltest.InfoValue(t, stats, "expire_longest_hold_us")
 	require.Positive(t, hold)
 	t.Logf("longest hold of a shard lock by the sweep: %d µs", hold)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, state)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for state
-	}
 }
 
 // TestExpiryAllKinds: keys of every algorithm are dropped by the active
@@ -102,7 +86,7 @@ func TestExpiryAllKinds(t *testing.T) {
 	}
 	require.Equal(t, "5000", c.Do("DBSIZE"))
 	require.Equal(t, "+OK", c.Do("DEBUG", "CLOCK", "ADVANCE", "2001ms")) // RL.SLIDE keeps its window and the next
-	waitFor(t, 15*time.Second, "DBSIZE to reach 0", func() (bool, string) {
+	rltest.WaitFor(t, 15*time.Second, "DBSIZE to reach 0", func() (bool, string) {
 		n := c.Do("DBSIZE")
 		return n == "0", "DBSIZE " + n
 	})

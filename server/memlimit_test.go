@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"fmt"
-	"regexp"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,31 +11,6 @@ import (
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
-
-// infoText is an INFO section's text (a bulk reply, which rltest renders
-// quoted).
-func infoText(t *testing.T, c *rltest.Conn, section string) string {
-	t.Helper()
-	txt, err := strconv.Unquote(c.Do("INFO", section))
-	require.NoError(t, err)
-	return txt
-}
-
-// infoValue is the integer field of an INFO text.
-func infoValue(t *testing.T, txt, field string) int64 {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + field + `:(\d+)\r$`).FindStringSubmatch(txt)
-	require.NotNil(t, m, txt)
-	n, err := strconv.ParseInt(m[1], 10, 64)
-	require.NoError(t, err)
-	return n
-}
-
-// infoField reads an integer field of an INFO section.
-func infoField(t *testing.T, c *rltest.Conn, section, field string) int64 {
-	t.Helper()
-	return infoValue(t, infoText(t, c, section), field)
-}
 
 // TestMemoryLimitCoversTheKeyspace: with a memory limit, the Go runtime's
 // own limit is what the keyspace (mapped outside the Go heap) leaves of
@@ -57,7 +30,7 @@ func TestMemoryLimitCoversTheKeyspace(t *testing.T) {
 	c := rltest.Dial(t, s.Addr.String())
 	goLimit := func() int64 { return debug.SetMemoryLimit(-1) }
 	state := func() string { return fmt.Sprintf("the Go runtime's limit is %d", goLimit()) }
-	waitFor(t, 10*time.Second, "memory_limit", func() (bool, string) { return infoField(t, c, "memory", "memory_limit") == limit, state() })
+	rltest.WaitFor(t, 10*time.Second, "memory_limit", func() (bool, string) { return rltest.InfoInt(t, c, "memory", "memory_limit") == limit, state() })
 
 	// 120,000 keys with 300-byte names, about 40 MB in 8 shards' mapped
 	// regions.
@@ -75,16 +48,18 @@ func TestMemoryLimitCoversTheKeyspace(t *testing.T) {
 			require.Equal(t, "[0 11 10 -1 86400]", r)
 		}
 	}
-	records := infoField(t, c, "memory", "keyspace_records_bytes")
+	records := rltest.InfoInt(t, c, "memory", "keyspace_records_bytes")
 	require.Greater(t, records, int64(keys*300))
-	waitFor(t, 10*time.Second, "full", func() (bool, string) { return goLimit() <= limit-records, state() })
+	rltest.WaitFor(t, 10*time.Second, "full", func() (bool, string) { return goLimit() <= limit-records, state() })
 	// INFO shows the runtime's current limit (it moves with every page of
 	// RSS, so only its bound is checked).
-	waitFor(t, 10*time.Second, "INFO full", func() (bool, string) { return infoField(t, c, "memory", "go_memory_limit") <= limit-records, state() })
+	rltest.WaitFor(t, 10*time.Second, "INFO full", func() (bool, string) {
+		return rltest.InfoInt(t, c, "memory", "go_memory_limit") <= limit-records, state()
+	})
 	full := goLimit()
 
 	require.Equal(t, "+OK", c.Do("FLUSHALL"))
-	waitFor(t, 10*time.Second, "flushed", func() (bool, string) { return goLimit() >= full+records/2, state() })
+	rltest.WaitFor(t, 10*time.Second, "flushed", func() (bool, string) { return goLimit() >= full+records/2, state() })
 
 	require.NoError(t, s.Close(t.Context()))
 	require.Equal(t, before, goLimit(), "restored when the server stops")
@@ -102,11 +77,11 @@ func TestMemoryLimitSharedByServers(t *testing.T) {
 	a := rltest.Start(t, fast)
 	goLimit := func() int64 { return debug.SetMemoryLimit(-1) }
 	state := func() string { return fmt.Sprintf("the Go runtime's limit is %d", goLimit()) }
-	waitFor(t, 10*time.Second, "first server", func() (bool, string) { return goLimit() < limit, state() })
+	rltest.WaitFor(t, 10*time.Second, "first server", func() (bool, string) { return goLimit() < limit, state() })
 	b := rltest.Start(t, fast)
 	ca, cb := rltest.Dial(t, a.Addr.String()), rltest.Dial(t, b.Addr.String())
 	for _, c := range []*rltest.Conn{ca, cb} {
-		waitFor(t, 10*time.Second, "memory_limit", func() (bool, string) { return infoField(t, c, "memory", "memory_limit") == limit, state() })
+		rltest.WaitFor(t, 10*time.Second, "memory_limit", func() (bool, string) { return rltest.InfoInt(t, c, "memory", "memory_limit") == limit, state() })
 	}
 	// Both set limit less the process's outside memory: never far below
 	// what one server alone set (a compounding second server would take

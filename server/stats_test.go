@@ -48,8 +48,8 @@ func TestStatsAddUpAcrossLoops(t *testing.T) {
 	require.Equal(t, []string{"0", n, "0"}, stat("get"))
 
 	// One INFO, its fields read from the same text: every INFO counts.
-	info = infoText(t, conns[1], "stats")
-	field := func(name string) int { return int(infoValue(t, info, name)) }
+	info = rltest.InfoText(t, conns[1], "stats")
+	field := func(name string) int { return int(rltest.InfoValue(t, info, name)) }
 	// Counted as they start: both INFOs count themselves.
 	require.Equal(t, commands+2, field("total_commands_processed"))
 	require.Equal(t, 2*len(conns), field("total_error_replies"))
@@ -58,7 +58,7 @@ func TestStatsAddUpAcrossLoops(t *testing.T) {
 	require.Equal(t, sent+len(rltest.Encode("INFO", "commandstats")), field("total_net_input_bytes"))
 
 	require.Equal(t, "+OK", conns[2].Do("CONFIG", "RESETSTAT"))
-	info = infoText(t, conns[3], "stats")
+	info = rltest.InfoText(t, conns[3], "stats")
 	require.Equal(t, 1, field("total_commands_processed"))
 	require.Equal(t, 0, field("total_error_replies"))
 	require.NotContains(t, conns[4].Do("INFO", "commandstats"), "cmdstat_cl.throttle")

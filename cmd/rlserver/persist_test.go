@@ -90,44 +90,6 @@ func script(t *testing.T, c *rltest.Conn, lines ...string) []string {
 	return out
 }
 
-// info returns the fields of one INFO section.
-func info(t *testing.T, c *rltest.Conn, section string) map[string]string {
-	t.Helper()
-	r := c.Do("INFO", section)
-	s, err := strconv.Unquote(r)
-	require.NoError(t, err, "INFO %s reply %s", section, r)
-	m := map[string]string{}
-	for _, l := range strings.Split(s, "\r\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, "#") {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-func infoInt(t *testing.T, c *rltest.Conn, section, field string) int64 {
-	t.Helper()
-	v, ok := info(t, c, section)[field]
-	require.True(t, ok, "INFO %s has no %s", section, field)
-	n, err := strconv.ParseInt(v, 10, 64)
-	require.NoError(t, err, "INFO %s %s:%s", section, field, v)
-	return n
-}
-
-// eventually polls cond every 20 ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 var timeRE = regexp.MustCompile(`^\["(\d+)" "(\d+)"\]$`)
 
 // serverTime parses a TIME reply into microseconds.
@@ -295,7 +257,7 @@ func TestPersistGracefulRestartIsExact(t *testing.T) {
 			require.Equal(t, clockBefore, clockGet(t, n.c),
 				"DEBUG CLOCK GET after restart: the stored mark must win over the lower --clock-start")
 			require.Equal(t, before, script(t, n.c, seqQueries...), "queries differ after the restart")
-			ip := info(t, n.c, "persistence")
+			ip := rltest.Info(t, n.c, "persistence")
 			require.Equal(t, strconv.Itoa(keys), ip["keys_loaded"], "INFO persistence keys_loaded")
 			require.Equal(t, "ok", ip["rdb_last_bgsave_status"])
 			require.Equal(t, refAfter, script(t, n.c, seqAfter...), "after the restart, replies differ from a server that never stopped")
@@ -388,7 +350,7 @@ func TestPersistClockBehindReal(t *testing.T) {
 	// slower than monotonic time, never backwards, without jumps.
 	t.Run("slews toward the wall clock", func(t *testing.T) {
 		m0 := time.Now()
-		off0 := infoInt(t, n.c, "server", "clock_offset_ms")
+		off0 := rltest.InfoInt(t, n.c, "server", "clock_offset_ms")
 		m1 := time.Now()
 		require.Greater(t, off0, int64(3500_000), "INFO server clock_offset_ms right after a restart an hour behind the stored mark")
 		require.Less(t, off0, int64(3700_000), "INFO server clock_offset_ms")
@@ -405,7 +367,7 @@ func TestPersistClockBehindReal(t *testing.T) {
 			last = now
 		}
 		m2 := time.Now()
-		off1 := infoInt(t, n.c, "server", "clock_offset_ms")
+		off1 := rltest.InfoInt(t, n.c, "server", "clock_offset_ms")
 		m3 := time.Now()
 		t1 := serverTime(t, n.c)
 		m4 := time.Now()
@@ -436,9 +398,9 @@ func TestPersistKill9KeepsLastSnapshot(t *testing.T) {
 	script(t, n.c, seqBefore...)
 	before := script(t, n.c, seqQueries...)
 	clockBefore := clockGet(t, n.c)
-	saves0 := infoInt(t, n.c, "persistence", "rdb_saves")
-	eventually(t, 15*time.Second, "a periodic snapshot of every change", func() bool {
-		ip := info(t, n.c, "persistence")
+	saves0 := rltest.InfoInt(t, n.c, "persistence", "rdb_saves")
+	rltest.Eventually(t, 15*time.Second, "a periodic snapshot of every change", func() bool {
+		ip := rltest.Info(t, n.c, "persistence")
 		saves, _ := strconv.ParseInt(ip["rdb_saves"], 10, 64)
 		return ip["rdb_changes_since_last_save"] == "0" && ip["rdb_bgsave_in_progress"] == "0" && saves > saves0
 	})
@@ -461,7 +423,7 @@ func TestPersistKill9KeepsLastSnapshot(t *testing.T) {
 		return out
 	}
 	require.Equal(t, strip(before), strip(after), "state covered by the last snapshot differs after kill -9")
-	require.Equal(t, "ok", info(t, n.c, "persistence")["rdb_last_bgsave_status"])
+	require.Equal(t, "ok", rltest.Info(t, n.c, "persistence")["rdb_last_bgsave_status"])
 	n.stop(t, "SHUTDOWN NOSAVE")
 }
 
@@ -574,12 +536,12 @@ func TestPersistCommands(t *testing.T) {
 	c := n.c
 	last0 := c.Do("LASTSAVE")
 	require.Regexp(t, intRE, last0, "LASTSAVE")
-	require.Equal(t, "0", info(t, c, "persistence")["rdb_changes_since_last_save"])
+	require.Equal(t, "0", rltest.Info(t, c, "persistence")["rdb_changes_since_last_save"])
 
 	require.Equal(t, "[0 5 4 -1 720000]", c.Do("RL.BUCKET", "a", "5", "5", "1h"))
-	require.NotEqual(t, "0", info(t, c, "persistence")["rdb_changes_since_last_save"], "a change is not counted")
+	require.NotEqual(t, "0", rltest.Info(t, c, "persistence")["rdb_changes_since_last_save"], "a change is not counted")
 	require.Equal(t, "+OK", c.Do("SAVE"))
-	ip := info(t, c, "persistence")
+	ip := rltest.Info(t, c, "persistence")
 	require.Equal(t, "0", ip["rdb_changes_since_last_save"])
 	require.Equal(t, "ok", ip["rdb_last_bgsave_status"])
 	require.Equal(t, "1", ip["persistence_enabled"])
@@ -591,12 +553,12 @@ func TestPersistCommands(t *testing.T) {
 	require.Equal(t, "+OK", c.Do("DEBUG", "CLOCK", "ADVANCE", "3s"))
 	require.Equal(t, "[0 10 9 -1 7000]", c.Do("RL.FIXED", "b", "10", "10s")) // 3 s into a 10 s window
 	require.Equal(t, "+Background saving started", c.Do("BGSAVE"))
-	eventually(t, 10*time.Second, "BGSAVE to finish", func() bool {
-		ip := info(t, c, "persistence")
+	rltest.Eventually(t, 10*time.Second, "BGSAVE to finish", func() bool {
+		ip := rltest.Info(t, c, "persistence")
 		s, _ := strconv.Atoi(ip["rdb_saves"])
 		return ip["rdb_bgsave_in_progress"] == "0" && ip["rdb_changes_since_last_save"] == "0" && s > saves
 	})
-	ip = info(t, c, "persistence")
+	ip = rltest.Info(t, c, "persistence")
 	require.Equal(t, "ok", ip["rdb_last_bgsave_status"])
 	require.Equal(t, "0", ip["rdb_save_errors"])
 	last1 := c.Do("LASTSAVE")
@@ -609,7 +571,7 @@ func TestPersistCommands(t *testing.T) {
 	n.stop(t, "SHUTDOWN NOSAVE") // nothing changed since BGSAVE
 
 	n = startNode(t, dir, args...)
-	ip = info(t, n.c, "persistence")
+	ip = rltest.Info(t, n.c, "persistence")
 	require.Equal(t, "2", ip["keys_loaded"], "INFO persistence keys_loaded after a restart")
 	require.Equal(t, "ok", ip["rdb_last_bgsave_status"])
 	require.Regexp(t, intRE, n.c.Do("LASTSAVE"))
@@ -651,7 +613,7 @@ func TestPersistMemoryOnlyLeavesDirUntouched(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "never")
 	n := startNode(t, missing, manual(startMs, "--save-interval", "0")...)
 	script(t, n.c, seqBefore...)
-	require.Equal(t, "0", info(t, n.c, "persistence")["persistence_enabled"])
+	require.Equal(t, "0", rltest.Info(t, n.c, "persistence")["persistence_enabled"])
 	n.stop(t, "SHUTDOWN")
 	_, err := os.Stat(missing)
 	require.ErrorIs(t, err, os.ErrNotExist, "--save-interval 0 created --dir")

@@ -240,22 +240,34 @@ func SplitArgs(line string) ([]string, error) {
 //
 // Each "> " line is sent on one connection; the next line is the reply as
 // ReadReply renders it. "new-conn" on a line of its own switches to a new
-// connection.
+// connection. RunTranscript runs it over TCP against the server at addr.
 func RunTranscript(t *testing.T, addr, path string, rewrite bool) {
+	t.Helper()
+	RunTranscriptOn(t, func() Doer { return Dial(t, addr) }, path, rewrite)
+}
+
+// Doer sends one command and returns its rendered reply: a Conn over TCP,
+// or a Local connection in process.
+type Doer interface {
+	Do(args ...string) string
+}
+
+// RunTranscriptOn runs the transcript at path on connections conn opens.
+func RunTranscriptOn(t *testing.T, conn func() Doer, path string, rewrite bool) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	c := Dial(t, addr)
+	c := conn()
 	var out []string
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		out = append(out, l)
 		switch {
 		case l == "new-conn":
-			c = Dial(t, addr)
+			c = conn()
 		case strings.HasPrefix(l, "> "):
 			args, err := SplitArgs(l[2:])
 			if err != nil {

@@ -1,0 +1,83 @@
+package rltest
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// InfoText is the text of INFO section (a verbatim or bulk reply, which
+// the renderers quote).
+func InfoText(t testing.TB, c Doer, section string) string {
+	t.Helper()
+	r := c.Do("INFO", section)
+	txt, err := strconv.Unquote(strings.TrimPrefix(r, "="))
+	if err != nil {
+		t.Fatalf("INFO %s reply %s: %v", section, r, err)
+	}
+	return txt
+}
+
+// InfoFields parses an INFO text into its fields.
+func InfoFields(txt string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(txt, "\r\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, "#") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Info returns the fields of one INFO section.
+func Info(t testing.TB, c Doer, section string) map[string]string {
+	t.Helper()
+	return InfoFields(InfoText(t, c, section))
+}
+
+// InfoValue is the integer field of an INFO text.
+func InfoValue(t testing.TB, txt, field string) int64 {
+	t.Helper()
+	v, ok := InfoFields(txt)[field]
+	if !ok {
+		t.Fatalf("INFO has no %s:\n%s", field, txt)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatalf("INFO %s:%s: %v", field, v, err)
+	}
+	return n
+}
+
+// InfoInt reads an integer field of an INFO section.
+func InfoInt(t testing.TB, c Doer, section, field string) int64 {
+	t.Helper()
+	return InfoValue(t, InfoText(t, c, section), field)
+}
+
+// WaitFor polls cond every 20 ms until it holds or d passes, then fails
+// naming what was awaited and the state cond last described. Tests wait
+// for state with it, never with a sleep.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() (ok bool, state string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %s", d, what, state)
+		}
+		<-tick.C // the polling interval, not a wait for state
+	}
+}
+
+// Eventually is WaitFor for a condition with no state to report.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	WaitFor(t, d, what, func() (bool, string) { return cond(), "" })
+}
