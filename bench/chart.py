@@ -3,7 +3,8 @@
 
   chart.py redis.csv[,more] rlserver.csv[,more] SETTING OUT.svg
 
-Medians over runs, from redis_baseline.sh raw.csv files (as ratios.py).
+Medians over runs, from compare.sh's raw.csv files (read by ratios.py, which also prints
+its tables).
 """
 import sys
 

@@ -1,31 +1,59 @@
 #!/usr/bin/env bash
-# Side-by-side throughput: Redis 7 + the Lua limiters of ../shared/bench, and
-# rlserver with its native commands, the same redis-benchmark traffic, in one
-# session, interleaved (Redis run, rlserver run, ROUNDS times) so machine
-# noise hits both alike. Server pinned to CPU 0 (rlserver with GOMAXPROCS=1),
-# client on CPU 1. Needs Debian's redis-server and redis-tools, python3,
-# taskset. Prints the ratio table (medians over rounds).
-# Usage: bench/compare.sh   (ROUNDS=3 DURATION=3 SETTINGS="50:1 50:16")
+# Side-by-side throughput and latency: Redis 7 running the limiters as Lua scripts
+# (bench/harness/lua, EVALSHA) and rlserver with its native commands get the same
+# redis-benchmark traffic in one session, interleaved (a Redis run, then an rlserver
+# run, ROUNDS times, each on a fresh server) so the machine's noise hits both alike.
+# Server pinned to SERVER_CPUS (rlserver with GOMAXPROCS=1), client to CLIENT_CPUS.
+# Prints the ratio table (medians over rounds, bench/ratios.py); every run's raw.csv,
+# summary and redis-benchmark output stay under OUT.
+#
+# Knobs (environment), defaults in brackets:
+#   ROUNDS [3]  DURATION [3] seconds per run (n calibrated by a short run first)
+#   SETTINGS ["50:1 50:16"] clients:pipeline pairs   KEYSPACE [100000] random keys
+#   N [] a fixed request count per run instead of DURATION (no calibration)
+#   TESTS [ping_mbulk gcra fixed log slide bucket]; Redis also runs set
+#   SERVER_CPUS [0] CLIENT_CPUS [1] (empty: unpinned)  RPORT [16379] PORT [7379]
+#   OUT [bench-results/compare-<date>]  RLSERVER_BIN [] a built rlserver (default: build
+#   this checkout)
+# Needs Go, python3, taskset, Debian's redis-server and redis-tools.
+# Usage: bench/compare.sh   (a smoke run: ROUNDS=1 N=20000 SETTINGS=50:16 bench/compare.sh)
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-HARNESS=${HARNESS:-$ROOT/../shared/bench}
-OUT=${OUT:-$ROOT/bench-results/compare-$(date +%Y%m%d-%H%M%S)}
+source "$(dirname "$0")/harness/lib.sh"
+need redis-server redis-cli redis-benchmark python3
 ROUNDS=${ROUNDS:-3}
-export RUNS=1 DURATION=${DURATION:-3} SETTINGS=${SETTINGS:-"50:1 50:16"}
-BIN=$(mktemp -d)/rlserver
-(cd "$ROOT" && go build -o "$BIN" ./cmd/rlserver)
+DURATION=${DURATION:-3}
+SETTINGS=${SETTINGS:-"50:1 50:16"}
+KEYSPACE=${KEYSPACE:-100000}
+N=${N:-}
+# shellcheck disable=SC2034  # read by run_throughput: FLUSHALL before every run
+FLUSH=1
+TESTS_RL=${TESTS:-"ping_mbulk gcra fixed log slide bucket"}
+# rlserver's SET takes CL.THROTTLE TATs only (redis-benchmark's value is "xxx"): Redis
+# alone runs it, as a reference point.
+TESTS_REDIS="ping_mbulk set ${TESTS_RL/ping_mbulk/}"
+[[ " $TESTS_RL " == *" ping_mbulk "* ]] || TESTS_REDIS=$TESTS_RL
+SERVER_CPUS=${SERVER_CPUS-0}
+CLIENT_CPUS=${CLIENT_CPUS-1}
+RPORT=${RPORT:-16379}
 PORT=${PORT:-7379}
+OUT=${OUT:-$ROOT/bench-results/compare-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+build_rlserver
 redis_csv=() rl_csv=()
 for r in $(seq "$ROUNDS"); do
-  SERVER_CPUS=0 CLIENT_CPUS=1 TAG=redis-$r OUT_DIR="$OUT/redis-$r" "$HARNESS/redis_baseline.sh" >/dev/null
+  start_redis "$RPORT" "$SERVER_CPUS"
+  load_scripts "$RPORT"
+  TESTS=$TESTS_REDIS run_throughput redis "$RPORT" "$REDIS_PID" "$OUT/redis-$r" "$r"
+  stop_server "$REDIS_PID"
   redis_csv+=("$OUT/redis-$r/raw.csv")
-  taskset -c 0 env GOMAXPROCS=1 "$BIN" --port "$PORT" --save-interval 0 2>/dev/null &
-  SPID=$!
-  for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  # No SET: rlserver's SET stores CL.THROTTLE TATs only, and redis-benchmark's value is "xxx".
-  TESTS="ping_mbulk gcra fixed log slide bucket" START_REDIS=0 PORT=$PORT SERVER_PID=$SPID PROFILE=native \
-    CLIENT_CPUS=1 TAG=rl-$r OUT_DIR="$OUT/rl-$r" "$HARNESS/redis_baseline.sh" >/dev/null
-  kill $SPID; wait $SPID 2>/dev/null || true
+
+  start_rlserver "$PORT" "$SERVER_CPUS" 1 --save-interval 0
+  TESTS=$TESTS_RL run_throughput rlserver "$PORT" "$RL_PID" "$OUT/rl-$r" "$r"
+  stop_server "$RL_PID"
   rl_csv+=("$OUT/rl-$r/raw.csv")
 done
+python3 "$HARNESS/summary.py" throughput "${redis_csv[@]}" >"$OUT/redis-summary.md"
+python3 "$HARNESS/summary.py" throughput "${rl_csv[@]}" >"$OUT/rl-summary.md"
+hlog "raw CSVs and per-target summaries in $OUT"
 python3 "$ROOT/bench/ratios.py" "$(IFS=,; echo "${redis_csv[*]}")" "$(IFS=,; echo "${rl_csv[*]}")"

@@ -14,22 +14,21 @@
 # measurement's own resolution: how far from 1.00 a median ratio and how
 # far from half the pairs a count lands when nothing differs at all.
 # ONLY, a regular expression, keeps the rows whose name matches.
-# Usage: bench/p99.sh   (ROUNDS=5 N=150000 ONLY=.; needs redis-server, redis-benchmark)
+# Knobs: ROUNDS [5], N [150000] requests per run, ONLY [.], RPORT [7392], PORT [7391],
+# RLSERVER_BIN. Needs Go, python3, taskset, Debian's redis-server and redis-tools.
+# Usage: bench/p99.sh   (a smoke run: ROUNDS=1 N=5000 bench/p99.sh)
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/harness/lib.sh"
+need redis-server redis-cli redis-benchmark python3
 ROUNDS=${ROUNDS:-5}
 N=${N:-150000}
 ONLY=${ONLY:-.}
 RPORT=${RPORT:-7392}
 PORT=${PORT:-7391}
-BIN=$(mktemp -d)/rlserver
-(cd "$ROOT" && go build -o "$BIN" ./cmd/rlserver)
+build_rlserver
 OUT=$(mktemp)
-taskset -c 0 redis-server --port "$RPORT" --save "" --appendonly no >/dev/null 2>&1 &
-RPID=$!
-trap 'kill $RPID 2>/dev/null || true' EXIT
-for _ in $(seq 50); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
-bench() { taskset -c 1 redis-benchmark -p "$1" -c 50 -P 1 -n "$N" --csv "${@:2}" | tail -1; }
+start_redis "$RPORT" 0
+bench() { taskset -c 1 redis-benchmark -h "$HOST" -p "$1" -c 50 -P 1 -n "$N" --csv "${@:2}" | tail -1; }
 # The run that goes second in a pair does a little better (5% in the
 # median A/A pair of one run), so the order alternates from round to
 # round; a pair is still written Redis PING first.
@@ -49,9 +48,7 @@ pair() {
   fi
 }
 for round in $(seq "$ROUNDS"); do
-  taskset -c 0 env GOMAXPROCS=1 "$BIN" --port "$PORT" --save-interval 0 2>/dev/null &
-  SPID=$!
-  for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  start_rlserver "$PORT" 0 1 --save-interval 0
   pair "Redis PING (A/A)" -t ping_mbulk
   pair PING_MBULK -t ping_mbulk
   pair CL.THROTTLE -r 100000 CL.THROTTLE rl:gcra:__rand_int__ 100 100 60 1
@@ -59,7 +56,7 @@ for round in $(seq "$ROUNDS"); do
   pair RL.LOG -r 100000 RL.LOG rl:log:__rand_int__ 100 60s
   pair RL.SLIDE -r 100000 RL.SLIDE rl:slide:__rand_int__ 100 60s
   pair RL.BUCKET -r 100000 RL.BUCKET rl:bucket:__rand_int__ 100 100 60s
-  kill "$SPID"; wait "$SPID" 2>/dev/null || true
+  stop_server "$RL_PID"
 done
 python3 - "$OUT" <<'PY'
 import math, statistics, sys

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Ratio table of rlserver over Redis + Lua from two redis_baseline.sh raw.csv files.
+"""Ratio table of rlserver over Redis + Lua from compare.sh's raw.csv files.
 
   ratios.py redis/raw.csv[,more.csv] rlserver/raw.csv[,more.csv]
 
-Medians per (setting, test) over runs; ops/s and p50/p99, and the ratio of
-medians. Test names are the harness's (gcra = CL.THROTTLE vs gcra.lua, ...).
+Medians per (setting, test) over runs (the Redis side's CSVs first, then rlserver's,
+each a comma-separated list); ops/s and p50/p99, and the ratio of
+medians. Test names are the harness's (gcra = CL.THROTTLE vs harness/lua/gcra.lua, ...).
 """
 import csv
 import statistics

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// specTable is algorithms.md's worst-case table: admitted / peak per
+// specTable is docs/algorithms.md's worst-case table: admitted / peak per
 // stream. The tool must reproduce it exactly through the real server.
 var specTable = map[string][4][2]int{
 	"RL.FIXED":  {{20, 20}, {100, 10}, {100, 10}, {30, 20}},
