@@ -16,10 +16,8 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 7))
-	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
-	migrateAtOnce = 0 // every doubling moves in steps: records dirty in either table
 	const now = int64(1e9)
-	e := New(1)
+	e := newEngine(1, options{migrateAtOnce: 0}) // every doubling moves in steps: records dirty in either table
 	f := e.NewFeed()
 	st := e.Store()
 	s := e.shards[0]

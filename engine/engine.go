@@ -23,14 +23,31 @@ type Engine struct {
 // a ScanSlots position in 64 bits.
 const MaxShards = 1 << (64 - ScanPosBits)
 
+// options tune an engine's shards. Production engines take
+// defaultOptions; tests choose others, per engine, to reach states the
+// defaults make rare.
+type options struct {
+	// migrateAtOnce: a table of at most this many slots is moved over at
+	// once when it doubles or shrinks (a few microseconds); a larger one
+	// moves in steps.
+	migrateAtOnce int
+	// hash replaces the key hash (tests that force tag collisions); nil
+	// is maphash with the engine's seed.
+	hash func([]byte) uint64
+}
+
+var defaultOptions = options{migrateAtOnce: 1024}
+
 // New returns an engine with n shards; n is rounded up to a power of two
 // (at least 1, at most MaxShards).
-func New(n int) *Engine {
+func New(n int) *Engine { return newEngine(n, defaultOptions) }
+
+func newEngine(n int, o options) *Engine {
 	n = min(max(n, 1), MaxShards)
 	n = 1 << bits.Len(uint(n-1))
 	e := &Engine{shards: make([]*shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
 	for i := range e.shards {
-		e.shards[i] = newShard(e.seed)
+		e.shards[i] = newShard(e.seed, o)
 		e.shards[i].large = &e.large
 	}
 	return e
@@ -41,8 +58,8 @@ func (e *Engine) Shards() int { return len(e.shards) }
 
 // hash is the key's hash, as Engine.shardOf computes it.
 func (s *shard) hash(key []byte) uint64 {
-	if s.testHash != nil {
-		return s.testHash(key)
+	if s.opt.hash != nil {
+		return s.opt.hash(key)
 	}
 	return maphash.Bytes(s.seed, key)
 }

@@ -133,16 +133,14 @@ func TestRecordsAreCompact(t *testing.T) {
 func TestScanSurvivesCompaction(t *testing.T) {
 	for _, at := range []int{0, 1024} { // tables that double in steps, or at once
 		t.Run(fmt.Sprint("migrateAtOnce=", at), func(t *testing.T) {
-			defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
-			migrateAtOnce = at
-			testScanSurvivesCompaction(t)
+			testScanSurvivesCompaction(t, options{migrateAtOnce: at})
 		})
 	}
 }
 
-func testScanSurvivesCompaction(t *testing.T) {
+func testScanSurvivesCompaction(t *testing.T, o options) {
 	const now = int64(1_000_000_000)
-	e := New(1)
+	e := newEngine(1, o)
 	st := e.Store()
 	p := Params{Limit: 1 << 40, Window: 1e12, Cost: 1}
 	for i := 0; i < 2000; i++ {
@@ -205,11 +203,8 @@ func FuzzScanPosition(f *testing.F) {
 		require.NoError(f, err)
 	}
 	// And a shard in the middle of a shrink, its old table the larger.
-	saved := migrateAtOnce
-	migrateAtOnce = 0
-	o := newOneShard()
+	o := newOneShard(options{migrateAtOnce: 0})
 	o.shrinkSparse(f, 4000, 16)
-	migrateAtOnce = saved
 	require.NotNil(f, o.s.old)
 	f.Fuzz(func(t *testing.T, pos int64) {
 		for _, st := range []Store{st, o.st} {
@@ -301,9 +296,7 @@ func TestRestoreWhileTracking(t *testing.T) {
 // doubling in steps (the old table half emptied) and goes on while inserts
 // move the rest sees every key held throughout, in both tables.
 func TestScanDuringTableMove(t *testing.T) {
-	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
-	migrateAtOnce = 0
-	o := newOneShard()
+	o := newOneShard(options{migrateAtOnce: 0})
 	s := o.s
 	held := 0
 	// Fill until just past the doubling of a table of 2,048 slots.
@@ -325,9 +318,7 @@ func TestScanDuringTableMove(t *testing.T) {
 // returns every key held from its start to its end, though lookups and
 // inserts move entries under it.
 func TestScanDuringTableShrink(t *testing.T) {
-	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
-	migrateAtOnce = 0
-	o := newOneShard()
+	o := newOneShard(options{migrateAtOnce: 0})
 	s := o.s
 	held := o.shrinkSparse(t, 4000, 16)
 	require.NotNil(t, s.old)

@@ -25,8 +25,7 @@ type shard struct {
 	garbage  int      // bytes of dead records in data
 	mem      *regions // the regions behind slots and data
 	seed     maphash.Seed
-	// testHash replaces the hash in tests that force tag collisions.
-	testHash func([]byte) uint64
+	opt      options
 	buf      []byte // scratch: a record being encoded
 	logBuf   []byte // scratch: an RL.LOG's new runs
 	// Change tracking: one feedShard per Feed (feed.go), and the dirty
@@ -53,8 +52,8 @@ type shard struct {
 	_      [64]byte
 }
 
-func newShard(seed maphash.Seed) *shard {
-	s := &shard{mem: &regions{}, seed: seed}
+func newShard(seed maphash.Seed, o options) *shard {
+	s := &shard{mem: &regions{}, seed: seed, opt: o}
 	watchRegions(s)
 	return s
 }
@@ -220,7 +219,7 @@ func (s *shard) shrinkLocked() {
 	} else {
 		s.old, s.mem.oldSlots, s.migrated = s.slots, s.mem.slots, 0
 		s.setSlots(slotsFor(s.count))
-		if len(s.old) <= migrateAtOnce {
+		if len(s.old) <= s.opt.migrateAtOnce {
 			s.migrateLocked(len(s.old))
 		}
 	}

@@ -18,15 +18,9 @@ func TestShrinkModel(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 11))
-	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
 	const now = int64(1e9)
 	shrinkMoves, scansDuringShrink := 0, 0
 	for round := 0; round < 16; round++ {
-		migrateAtOnce = []int{0, 0, 16, 1024}[round%4]
-		e := New(1)
-		st := e.Store()
-		s := e.shards[0]
-		model := map[string]bool{}
 		tags := 1 + r.IntN(2000)
 		if round%3 == 0 {
 			tags = 1 + r.IntN(30)
@@ -38,7 +32,13 @@ func TestShrinkModel(t *testing.T) {
 			}
 			return (x % uint64(tags)) * 0x9E3779B1
 		}
-		s.testHash = func(k []byte) uint64 { return hashOf(string(k)) }
+		e := newEngine(1, options{
+			migrateAtOnce: []int{0, 0, 16, 1024}[round%4],
+			hash:          func(k []byte) uint64 { return hashOf(string(k)) },
+		})
+		st := e.Store()
+		s := e.shards[0]
+		model := map[string]bool{}
 		nkeys := 50 + r.IntN(3000)
 		// A SCAN walk: its position, the keys held since it began (and
 		// not removed since), and the keys it has returned.
@@ -131,7 +131,7 @@ func TestShrinkModel(t *testing.T) {
 // slice at a time, never the rest of it at once (which took 1 ms under
 // the shard lock for a 16x shrink).
 func TestShrinkMovesInStepsUnderInserts(t *testing.T) {
-	o := newOneShard()
+	o := newOneShard(defaultOptions)
 	s := o.s
 	o.shrinkSparse(t, 120_000, 20)
 	oldLen, newLen := len(s.old), len(s.slots)
@@ -159,8 +159,8 @@ type oneShard struct {
 
 const oneShardNow = int64(1e9)
 
-func newOneShard() oneShard {
-	e := New(1)
+func newOneShard(o options) oneShard {
+	e := newEngine(1, o)
 	return oneShard{e.Store(), e.shards[0]}
 }
 
@@ -217,7 +217,7 @@ func (o oneShard) shrinkSparse(t testing.TB, n, keep int) (held []string) {
 // Records appended into that tail meanwhile are never given back (they
 // would read as zeros), and no step releases more than a slice.
 func TestReleaseSparesAppendedRecords(t *testing.T) {
-	o := newOneShard()
+	o := newOneShard(defaultOptions)
 	s := o.s
 	model := map[string]bool{}
 	for i := 0; i < 120_000; i++ {
@@ -266,7 +266,7 @@ func TestReleaseSparesAppendedRecords(t *testing.T) {
 // unmaps it outside the shard lock; the table is counted as held until
 // then.
 func TestRetiredTablesFreedBySweep(t *testing.T) {
-	o := newOneShard()
+	o := newOneShard(defaultOptions)
 	s := o.s
 	for i := 0; s.mem.retired == nil; i++ {
 		require.Less(t, i, 1_000_000, "no mapped table was retired")
@@ -287,7 +287,7 @@ func TestRetiredTablesFreedBySweep(t *testing.T) {
 // TestShrinkToEmptyRetiresTheTable: a shard whose keys all went gives its
 // mapped table to the sweep to unmap outside the lock, as a move does.
 func TestShrinkToEmptyRetiresTheTable(t *testing.T) {
-	o := newOneShard()
+	o := newOneShard(defaultOptions)
 	s := o.s
 	for i := 0; i < 40_000; i++ {
 		o.touch(t, fmt.Sprint("k", i))
@@ -315,7 +315,7 @@ func TestShrinkToEmptyRetiresTheTable(t *testing.T) {
 // them: here three dead records for every expired key, and one pass
 // reclaims every expired key.
 func TestSweepJudgesExpiryByLiveRecords(t *testing.T) {
-	o := newOneShard()
+	o := newOneShard(defaultOptions)
 	s := o.s
 	const n = 20_000
 	short := Params{Limit: 10, Window: 1e9, Cost: 1}

@@ -40,9 +40,6 @@ func makeSlot(tag uint32, off int) uint64 {
 // record reaches (reserveLocked stops a shard below offMask).
 const moved = uint64(offMask)
 
-// migrateAtOnce: a table of at most this many slots is moved over at once
-// when it doubles or shrinks (a few microseconds); tests lower it.
-var migrateAtOnce = 1024
 
 // findIn returns the record offset of key (tag tag) in table t, and the
 // offset of the record's state (just past the key).
@@ -145,7 +142,7 @@ func (s *shard) growTableLocked() {
 	n := max(minSlots, 2*len(s.slots))
 	s.old, s.mem.oldSlots, s.migrated = s.slots, s.mem.slots, 0
 	s.setSlots(n)
-	if len(s.old) <= migrateAtOnce {
+	if len(s.old) <= s.opt.migrateAtOnce {
 		s.migrateLocked(len(s.old))
 	}
 }

@@ -16,14 +16,14 @@ func TestTableAgainstMap(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 3))
-	defer func(n int) { migrateAtOnce = n }(migrateAtOnce)
 	for round := 0; round < 20; round++ {
-		migrateAtOnce = []int{0, 16, 1024}[round%3] // tables that grow in steps, or at once
-		s := newShard(maphash.MakeSeed())
-		model := map[string]bool{}
 		tags := 1 + r.IntN(40)
 		hashOf := func(k string) uint64 { return uint64(len(k)*7919+int(k[len(k)-1])) % uint64(tags) * 0x9E3779B1 }
-		s.testHash = func(k []byte) uint64 { return hashOf(string(k)) } // compaction rehashes keys
+		s := newShard(maphash.MakeSeed(), options{
+			migrateAtOnce: []int{0, 16, 1024}[round%3], // tables that grow in steps, or at once
+			hash:          func(k []byte) uint64 { return hashOf(string(k)) }, // compaction rehashes keys
+		})
+		model := map[string]bool{}
 		for op := 0; op < 3000; op++ {
 			k := fmt.Sprint("k", r.IntN(400))
 			h := hashOf(k)

@@ -15,103 +15,115 @@ import (
 // limits, and malformed protocol, get Redis's error, then that connection
 // is closed; another connection carries on.
 func TestLimitsCloseOnlyTheOffender(t *testing.T) {
-	s := rltest.Start(t)
-	addr := s.Addr.String()
-	bystander := rltest.Dial(t, addr)
-	require.Equal(t, "[0 2 1 -1 10]", bystander.Do("CL.THROTTLE", "k", "1", "1", "10"))
+	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
+		s := rltest.Start(t, mode)
+		addr := s.Addr.String()
+		bystander := rltest.Dial(t, addr)
+		require.Equal(t, "[0 2 1 -1 10]", bystander.Do("CL.THROTTLE", "k", "1", "1", "10"))
 
-	for _, tc := range []struct {
-		name, send, want string
-	}{
-		{"too many arguments", "*1025\r\n", "-ERR Protocol error: invalid multibulk length"},
-		{"argument too long", "*2\r\n$4\r\nECHO\r\n$65537\r\n", "-ERR Protocol error: invalid bulk length"},
-		{"key too long", string(rltest.Encode("CL.THROTTLE", strings.Repeat("k", 1025), "1", "1", "1")), "-ERR Protocol error: key too long"},
-		{"key too long for GET", string(rltest.Encode("GET", strings.Repeat("k", 1025))), "-ERR Protocol error: key too long"},
-		{"not a bulk", "*1\r\n+PING\r\n", "-ERR Protocol error: expected '$', got '+'"},
-		{"unbalanced quotes", "ECHO \"abc\r\n", "-ERR Protocol error: unbalanced quotes in request"},
-		{"inline too big", strings.Repeat("x", 70000), "-ERR Protocol error: too big inline request"},
-	} {
+		for _, tc := range []struct {
+			name, send, want string
+		}{
+			{"too many arguments", "*1025\r\n", "-ERR Protocol error: invalid multibulk length"},
+			{"argument too long", "*2\r\n$4\r\nECHO\r\n$65537\r\n", "-ERR Protocol error: invalid bulk length"},
+			{"key too long", string(rltest.Encode("CL.THROTTLE", strings.Repeat("k", 1025), "1", "1", "1")), "-ERR Protocol error: key too long"},
+			{"key too long for GET", string(rltest.Encode("GET", strings.Repeat("k", 1025))), "-ERR Protocol error: key too long"},
+			{"not a bulk", "*1\r\n+PING\r\n", "-ERR Protocol error: expected '$', got '+'"},
+			{"unbalanced quotes", "ECHO \"abc\r\n", "-ERR Protocol error: unbalanced quotes in request"},
+			{"inline too big", strings.Repeat("x", 70000), "-ERR Protocol error: too big inline request"},
+		} {
+			c := rltest.Dial(t, addr)
+			c.Send([]byte(tc.send))
+			got, err := c.Read()
+			require.NoError(t, err, tc.name)
+			require.Equal(t, tc.want, got, tc.name)
+			require.True(t, c.Closed(), "%s: connection should be closed", tc.name)
+		}
+		// At the limits exactly, everything works.
 		c := rltest.Dial(t, addr)
-		c.Send([]byte(tc.send))
-		got, err := c.Read()
-		require.NoError(t, err, tc.name)
-		require.Equal(t, tc.want, got, tc.name)
-		require.True(t, c.Closed(), "%s: connection should be closed", tc.name)
-	}
-	// At the limits exactly, everything works.
-	c := rltest.Dial(t, addr)
-	require.Equal(t, "[0 2 1 -1 10]", c.Do("CL.THROTTLE", strings.Repeat("k", 1024), "1", "1", "10"))
-	long := strings.Repeat("e", 64<<10)
-	require.Equal(t, fmt.Sprintf("%q", long), c.Do("ECHO", long))
-	args := make([]string, 1024)
-	args[0] = "DEL"
-	for i := 1; i < len(args); i++ {
-		args[i] = fmt.Sprint("nokey", i)
-	}
-	require.Equal(t, "0", c.Do(args...))
-	// The bystander and the keyspace are untouched.
-	require.Equal(t, "[0 2 0 -1 20]", bystander.Do("CL.THROTTLE", "k", "1", "1", "10"))
-	require.Equal(t, "2", bystander.Do("DBSIZE"))
+		require.Equal(t, "[0 2 1 -1 10]", c.Do("CL.THROTTLE", strings.Repeat("k", 1024), "1", "1", "10"))
+		long := strings.Repeat("e", 64<<10)
+		require.Equal(t, fmt.Sprintf("%q", long), c.Do("ECHO", long))
+		args := make([]string, 1024)
+		args[0] = "DEL"
+		for i := 1; i < len(args); i++ {
+			args[i] = fmt.Sprint("nokey", i)
+		}
+		require.Equal(t, "0", c.Do(args...))
+		// The bystander and the keyspace are untouched.
+		require.Equal(t, "[0 2 0 -1 20]", bystander.Do("CL.THROTTLE", "k", "1", "1", "10"))
+		require.Equal(t, "2", bystander.Do("DBSIZE"))
+	})
 }
 
 func TestMaxClients(t *testing.T) {
-	s := rltest.Start(t, func(o *server.Options) { o.Config.MaxClients = 2 })
-	a := rltest.Dial(t, s.Addr.String())
-	b := rltest.Dial(t, s.Addr.String())
-	require.Equal(t, "+PONG", a.Do("PING"))
-	require.Equal(t, "+PONG", b.Do("PING"))
-	c := rltest.Dial(t, s.Addr.String())
-	got, err := c.Read()
-	require.NoError(t, err)
-	require.Equal(t, "-ERR max number of clients reached", got)
-	require.True(t, c.Closed())
-	require.Equal(t, "+PONG", a.Do("PING"))
+	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
+		s := rltest.Start(t, mode, func(o *server.Options) { o.Config.MaxClients = 2 })
+		a := rltest.Dial(t, s.Addr.String())
+		b := rltest.Dial(t, s.Addr.String())
+		require.Equal(t, "+PONG", a.Do("PING"))
+		require.Equal(t, "+PONG", b.Do("PING"))
+		c := rltest.Dial(t, s.Addr.String())
+		got, err := c.Read()
+		require.NoError(t, err)
+		require.Equal(t, "-ERR max number of clients reached", got)
+		require.True(t, c.Closed())
+		require.Equal(t, "+PONG", a.Do("PING"))
+	})
 }
 
 func TestOutputLimit(t *testing.T) {
-	s := rltest.Start(t, func(o *server.Options) { o.Config.Limits.MaxOutput = 4096 })
-	c := rltest.Dial(t, s.Addr.String())
-	for i := 0; i < 300; i++ {
-		require.Equal(t, "[0 1 0 -1 10]", c.Do("CL.THROTTLE", fmt.Sprintf("key:%04d", i), "0", "1", "10"))
-	}
-	got, err := func() (string, error) { c.Send(rltest.Encode("KEYS", "*")); return c.Read() }()
-	require.NoError(t, err)
-	require.Equal(t, "-ERR output buffer limit reached", got)
-	require.True(t, c.Closed())
-	other := rltest.Dial(t, s.Addr.String())
-	require.Equal(t, "300", other.Do("DBSIZE"))
+	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
+		s := rltest.Start(t, mode, func(o *server.Options) { o.Config.Limits.MaxOutput = 4096 })
+		c := rltest.Dial(t, s.Addr.String())
+		for i := 0; i < 300; i++ {
+			require.Equal(t, "[0 1 0 -1 10]", c.Do("CL.THROTTLE", fmt.Sprintf("key:%04d", i), "0", "1", "10"))
+		}
+		got, err := func() (string, error) { c.Send(rltest.Encode("KEYS", "*")); return c.Read() }()
+		require.NoError(t, err)
+		require.Equal(t, "-ERR output buffer limit reached", got)
+		require.True(t, c.Closed())
+		other := rltest.Dial(t, s.Addr.String())
+		require.Equal(t, "300", other.Do("DBSIZE"))
+	})
 }
 
 func TestQuitAndClientKill(t *testing.T) {
-	s := rltest.Start(t)
-	a := rltest.Dial(t, s.Addr.String())
-	require.Equal(t, "+OK", a.Do("QUIT"))
-	require.True(t, a.Closed())
+	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
+		s := rltest.Start(t, mode)
+		a := rltest.Dial(t, s.Addr.String())
+		require.Equal(t, "+OK", a.Do("QUIT"))
+		require.True(t, a.Closed())
 
-	victim := rltest.Dial(t, s.Addr.String())
-	id := victim.Do("CLIENT", "ID")
-	killer := rltest.Dial(t, s.Addr.String())
-	require.Equal(t, "1", killer.Do("CLIENT", "KILL", "ID", id))
-	require.True(t, victim.Closed())
-	require.Equal(t, "0", killer.Do("CLIENT", "KILL", "ID", id))
+		victim := rltest.Dial(t, s.Addr.String())
+		id := victim.Do("CLIENT", "ID")
+		killer := rltest.Dial(t, s.Addr.String())
+		require.Equal(t, "1", killer.Do("CLIENT", "KILL", "ID", id))
+		require.True(t, victim.Closed())
+		require.Equal(t, "0", killer.Do("CLIENT", "KILL", "ID", id))
+	})
 }
 
 func TestIdleTimeout(t *testing.T) {
-	s := rltest.Start(t)
-	c := rltest.Dial(t, s.Addr.String())
-	require.Equal(t, "+OK", c.Do("CONFIG", "SET", "timeout", "1"))
-	start := time.Now()
-	require.True(t, c.Closed(), "idle client should be closed after 1 s")
-	require.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond)
+	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
+		s := rltest.Start(t, mode)
+		c := rltest.Dial(t, s.Addr.String())
+		require.Equal(t, "+OK", c.Do("CONFIG", "SET", "timeout", "1"))
+		start := time.Now()
+		require.True(t, c.Closed(), "idle client should be closed after 1 s")
+		require.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond)
+	})
 }
 
 func TestInlineCommands(t *testing.T) {
-	s := rltest.Start(t)
-	c := rltest.Dial(t, s.Addr.String())
-	c.Send([]byte("PING\r\nCL.THROTTLE \"user 1\" 15 30 60\nGET 'user 1'\r\n"))
-	for _, want := range []string{"+PONG", "[0 16 15 -1 2]", `"1700000002000000000"`} {
-		got, err := c.Read()
-		require.NoError(t, err)
-		require.Equal(t, want, got)
-	}
+	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
+		s := rltest.Start(t, mode)
+		c := rltest.Dial(t, s.Addr.String())
+		c.Send([]byte("PING\r\nCL.THROTTLE \"user 1\" 15 30 60\nGET 'user 1'\r\n"))
+		for _, want := range []string{"+PONG", "[0 16 15 -1 2]", `"1700000002000000000"`} {
+			got, err := c.Read()
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+		}
+	})
 }

@@ -18,8 +18,9 @@ const flushThreshold = 64 << 10
 
 // Server accepts connections for a node.
 type Server struct {
-	node *node.Node
-	tls  *tls.Config
+	node       *node.Node
+	tls        *tls.Config
+	goroutines bool // Options.GoroutinePerConn
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -31,14 +32,19 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// UseEventLoops chooses how plain connections are served: by event loops
-// (the default where the platform has them) or by a goroutine each. Tests
-// set it to run their suites on both.
-var UseEventLoops = true
+// Options choose how a Server serves.
+type Options struct {
+	// TLS, if set, serves TLS (each connection on a goroutine of its own).
+	TLS *tls.Config
+	// GoroutinePerConn serves plain connections with a goroutine each
+	// instead of event loops (which Linux has; other platforms always
+	// use goroutines).
+	GoroutinePerConn bool
+}
 
-// NewServer returns a server for n; tlsConfig may be nil for plain TCP.
-func NewServer(n *node.Node, tlsConfig *tls.Config) *Server {
-	return &Server{node: n, tls: tlsConfig, conns: make(map[net.Conn]struct{}), lconns: make(map[*lconn]struct{})}
+// NewServer returns a server for n.
+func NewServer(n *node.Node, o Options) *Server {
+	return &Server{node: n, tls: o.TLS, goroutines: o.GoroutinePerConn, conns: make(map[net.Conn]struct{}), lconns: make(map[*lconn]struct{})}
 }
 
 // Serve accepts connections on ln until Close; it returns nil after Close.
@@ -53,7 +59,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	s.ln = ln
-	loops := s.tls == nil && UseEventLoops && (s.loops != nil || s.startLoops())
+	loops := s.tls == nil && !s.goroutines && (s.loops != nil || s.startLoops())
 	s.mu.Unlock()
 	var delay time.Duration
 	for {

@@ -38,6 +38,9 @@ type Options struct {
 	// reset (default 1s).
 	MemoryLimit         int64
 	MemoryLimitInterval time.Duration
+	// GoroutinePerConn serves plain connections with a goroutine each
+	// instead of event loops (resp.Options).
+	GoroutinePerConn bool
 }
 
 // Server is a running rlserver.
@@ -142,7 +145,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	nd := node.New(cfg, e, clk, node.Options{Logger: log, LogLevel: opts.LogLevel, Snapshotter: snap, Loaded: loaded})
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{Node: nd, Engine: e, Clock: clk, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, tlsCfg),
+	s := &Server{Node: nd, Engine: e, Clock: clk, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
 		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
 	interval := opts.ExpiryInterval
 	if interval <= 0 {
