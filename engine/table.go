@@ -40,7 +40,6 @@ func makeSlot(tag uint32, off int) uint64 {
 // record reaches (reserveLocked stops a shard below offMask).
 const moved = uint64(offMask)
 
-
 // findIn returns the record offset of key (tag tag) in table t, and the
 // offset of the record's state (just past the key).
 func (s *shard) findIn(t []uint64, tag uint32, key []byte) (off, state int, ok bool) {

@@ -20,7 +20,7 @@ func TestTableAgainstMap(t *testing.T) {
 		tags := 1 + r.IntN(40)
 		hashOf := func(k string) uint64 { return uint64(len(k)*7919+int(k[len(k)-1])) % uint64(tags) * 0x9E3779B1 }
 		s := newShard(maphash.MakeSeed(), options{
-			migrateAtOnce: []int{0, 16, 1024}[round%3], // tables that grow in steps, or at once
+			migrateAtOnce: []int{0, 16, 1024}[round%3],                        // tables that grow in steps, or at once
 			hash:          func(k []byte) uint64 { return hashOf(string(k)) }, // compaction rehashes keys
 		})
 		model := map[string]bool{}
