@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/sat"
 )
 
 // Clock is the server clock. Now returns Unix time in nanoseconds; successive
@@ -175,7 +177,7 @@ func NewReal(startNs int64) *Real {
 	mono := func() int64 { return int64(time.Since(origin)) }
 	return newReal(mono, func() (int64, int64) {
 		m := mono()
-		return satAdd(startNs, m), m
+		return sat.Add(startNs, m), m
 	}, 0, 0, 0)
 }
 
@@ -243,7 +245,7 @@ func (c *Real) fast(m int64) (int64, bool) {
 	if c.seq.Load() != s || m < from || m >= until {
 		return 0, false
 	}
-	return satAdd(m, off), true
+	return sat.Add(m, off), true
 }
 
 // lock takes the mutex and closes the fast path. Every reading the fast
@@ -262,7 +264,7 @@ func (c *Real) lock() {
 	c.from.Store(maxInt64)
 	c.seq.Add(1)
 	if v := min(c.mono(), c.until.Load()-1); v > c.lastMono {
-		c.advance(satAdd(v, c.wallMono), v)
+		c.advance(sat.Add(v, c.wallMono), v)
 	}
 }
 
@@ -274,7 +276,7 @@ func (c *Real) lock() {
 // line (Offset, at an m equal to lastMono) must close the path. c.mu must
 // be held.
 func (c *Real) following() bool {
-	return c.last == satAdd(c.lastMono, c.wallMono) && c.frac == 0
+	return c.last == sat.Add(c.lastMono, c.wallMono) && c.frac == 0
 }
 
 // unlock opens the fast path if the clock follows the wall clock through a
@@ -300,7 +302,7 @@ func (c *Real) Offset() int64 {
 	c.lock()
 	now, w := c.read(true)
 	c.unlock()
-	return satSub(now, w)
+	return sat.Sub(now, w)
 }
 
 // sample returns the wall clock and the monotonic clock, reading the wall
@@ -317,7 +319,7 @@ func (c *Real) sample(fresh bool) (wall, mono int64) {
 // estimated from the cache (wallEvery > 0) unless it has expired.
 func (c *Real) sampleAt(m int64) (wall, mono int64) {
 	if m < c.wallNext {
-		return satAdd(m, c.wallMono), m
+		return sat.Add(m, c.wallMono), m
 	}
 	return c.sampleBoth()
 }
@@ -326,7 +328,7 @@ func (c *Real) sampleAt(m int64) (wall, mono int64) {
 func (c *Real) sampleBoth() (wall, mono int64) {
 	w, m := c.both()
 	if c.wallEvery > 0 {
-		c.wallMono, c.wallNext = satSub(w, m), satAdd(m, c.wallEvery)
+		c.wallMono, c.wallNext = sat.Sub(w, m), sat.Add(m, c.wallEvery)
 	}
 	return w, m
 }
@@ -341,7 +343,7 @@ func (c *Real) read(fresh bool) (now, wall int64) {
 // advance moves the clock to the monotonic reading m, steered by the wall
 // clock w, and returns the reading. c.mu must be held.
 func (c *Real) advance(w, m int64) (now int64) {
-	dm := satSub(m, c.lastMono)
+	dm := sat.Sub(m, c.lastMono)
 	if dm <= 0 {
 		// No monotonic time elapsed (or the source went back, which Go's
 		// does not): the clock stands still.
@@ -350,9 +352,9 @@ func (c *Real) advance(w, m int64) (now int64) {
 	c.lastMono = m
 	// bound = floor((dm*ppm + frac) / 1e6) without overflowing dm*ppm.
 	r := (dm%1e6)*c.ppm + c.frac // < 1e12 + 1e6
-	bound := satAdd((dm/1e6)*c.ppm, r/1e6)
-	free := satAdd(c.last, dm)
-	diff := satSub(w, free)
+	bound := sat.Add((dm/1e6)*c.ppm, r/1e6)
+	free := sat.Add(c.last, dm)
+	diff := sat.Sub(w, free)
 	switch {
 	case diff > bound:
 		now, c.frac = free+bound, r%1e6
@@ -366,30 +368,6 @@ func (c *Real) advance(w, m int64) (now int64) {
 	}
 	c.last = now
 	return now
-}
-
-// satAdd returns a+b, saturated to the int64 range.
-func satAdd(a, b int64) int64 {
-	s := a + b
-	if (s > a) != (b > 0) {
-		if b > 0 {
-			return maxInt64
-		}
-		return minInt64
-	}
-	return s
-}
-
-// satSub returns a-b, saturated to the int64 range.
-func satSub(a, b int64) int64 {
-	s := a - b
-	if (s < a) != (b > 0) {
-		if b > 0 {
-			return minInt64
-		}
-		return maxInt64
-	}
-	return s
 }
 
 // Manual is a clock that moves only when told. The zero value is not
@@ -449,6 +427,12 @@ var errOverflow = errors.New("clock: time out of range")
 // ParseDuration parses a DEBUG CLOCK time or duration: a decimal integer,
 // in milliseconds when bare, or with a unit suffix ns, us, ms or s. The
 // result is in nanoseconds; values that overflow int64 are errors.
+//
+// Bare numbers are milliseconds here and seconds in ParsePeriod, on
+// purpose: a DEBUG CLOCK time pairs with --clock-start, in Unix ms, while
+// an RL.* period pairs with CL.THROTTLE's, in seconds (docs/clock.md,
+// docs/algorithms.md). Both contracts are public; a unit suffix is never
+// ambiguous.
 func ParseDuration(s string) (int64, error) {
 	mult := int64(time.Millisecond)
 	num := s

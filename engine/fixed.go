@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/rlserver/rlserver/internal/sat"
+)
 
 // RL.FIXED, the fixed window counter: the count of the window that now
 // falls in (windows start at multiples of the window length since the
@@ -45,7 +49,7 @@ func fixedDecide(p Params, s fixedState, now int64) (fixedState, Result) {
 	if s.start == start {
 		count = s.count
 	}
-	end := satAdd(start, p.Window)
+	end := sat.Add(start, p.Window)
 	r := Result{Limit: p.Limit, RetryAfter: -1}
 	if fitsUnder(count, p.Cost, p.Limit) {
 		if p.Cost > 0 {

@@ -72,14 +72,6 @@ func ceilMs(ns int64) int64 {
 	return ns/1_000_000 + min(ns%1_000_000, 1)
 }
 
-// satAdd adds non-negative int64s, saturating at the maximum.
-func satAdd(a, b int64) int64 {
-	if a > 1<<63-1-b {
-		return 1<<63 - 1
-	}
-	return a + b
-}
-
 // fitsUnder reports whether used + cost <= limit without overflow.
 func fitsUnder(used, cost, limit int64) bool { return used <= limit && cost <= limit-used }
 

@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/rlserver/rlserver/internal/sat"
+)
 
 // RL.LOG, the sliding window log: at most limit units in any interval of
 // length window, the only exact one. It keeps the admission times of its units as runs, (time, units)
@@ -98,7 +102,7 @@ func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, dead
 		prev := ls.dl
 		for i := 0; i < len(runs); {
 			t, n, next := logRunAt(runs, i, prev)
-			total = satAdd(total, int64(n))
+			total = sat.Add(total, int64(n))
 			prev, i = t, next
 		}
 	}
@@ -139,7 +143,7 @@ func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, dead
 				nStart := varintStart(runs, dStart)
 				n, _ := uvarint(runs, nStart)
 				d, _ := uvarint(runs, dStart)
-				if acc = satAdd(acc, int64(n)); acc >= need {
+				if acc = sat.Add(acc, int64(n)); acc >= need {
 					r.RetryAfter = int64(t) + p.Window - now
 					break
 				}
@@ -152,7 +156,7 @@ func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, dead
 	}
 	newest, any := int64(t0), cut > 0
 	if admitted {
-		total = satAdd(total, p.Cost)
+		total = sat.Add(total, p.Cost)
 		newest, any = now, true
 	}
 	r.Remaining = max(p.Limit-total, 0)
@@ -165,7 +169,7 @@ func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, dead
 	deadline = deadlineAfter(now, r.ResetAfter)
 	nd := uint64(deadline)
 	if cut > 0 && t0 == uint64(now) { // same ns as the newest run: merge
-		dst = binary.AppendUvarint(dst, uint64(satAdd(int64(n0), p.Cost)))
+		dst = binary.AppendUvarint(dst, uint64(sat.Add(int64(n0), p.Cost)))
 		dst = binary.AppendUvarint(dst, zz(int64(nd-uint64(now))))
 		dst = append(dst, runs[firstEnd:cut]...)
 	} else {

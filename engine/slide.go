@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/rlserver/rlserver/internal/sat"
+)
 
 // RL.SLIDE, the sliding window counter (as Cloudflare describes it): two
 // counters, the current window's and the previous one's, the previous
@@ -83,7 +87,7 @@ func slideDecide(p Params, s slideState, now int64) (slideState, Result) {
 	}
 	switch {
 	case cur > 0:
-		r.ResetAfter = satAdd(int64(W-e), p.Window) // both windows must pass
+		r.ResetAfter = sat.Add(int64(W-e), p.Window) // both windows must pass
 	case prev > 0:
 		r.ResetAfter = int64(W - e)
 	}
@@ -113,7 +117,7 @@ func slideRetry(p Params, cur, prev int64, e uint64) int64 {
 	}
 	xmax := mul64(k, W).sub(u128Of(1)).divFloor(uint64(cur))
 	if xmax >= 1 {
-		return satAdd(untilNext, int64(W-xmax))
+		return sat.Add(untilNext, int64(W-xmax))
 	}
-	return satAdd(untilNext, p.Window)
+	return sat.Add(untilNext, p.Window)
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/rlserver/rlserver/internal/sat"
+
 // Delete removes key and reports whether it existed.
 func (st Store) Delete(key []byte, now int64) bool {
 	s, h := st.e.shardOf(key)
@@ -51,7 +53,7 @@ func (st Store) Life(key []byte, now int64) Life {
 
 // deadlineAfter is now + wait, capped below never: a key that becomes fresh
 // only centuries from now still expires (in 2262, as far as ns reach).
-func deadlineAfter(now, wait int64) int64 { return min(satAdd(now, wait), maxDeadline) }
+func deadlineAfter(now, wait int64) int64 { return min(sat.Add(now, wait), maxDeadline) }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 

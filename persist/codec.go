@@ -15,9 +15,9 @@ const RecordVersion = 1
 
 // Codec errors. Decode wraps them with what it was decoding.
 var (
-	ErrChecksum = errors.New("checksum mismatch")
-	ErrVersion  = errors.New("unknown record format version")
-	ErrCorrupt  = errors.New("malformed record")
+	ErrChecksum = errors.New("persist: checksum mismatch")
+	ErrVersion  = errors.New("persist: unknown record format version")
+	ErrCorrupt  = errors.New("persist: malformed record")
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)

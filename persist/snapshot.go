@@ -14,7 +14,7 @@ import (
 )
 
 // ErrInProgress: a snapshot is already being written (BGSAVE).
-var ErrInProgress = errors.New("background save already in progress")
+var ErrInProgress = errors.New("persist: background save already in progress")
 
 // Snapshotter writes the engine's changes to a Store: incrementally every
 // interval, on demand (SAVE, BGSAVE) and at shutdown. Changes that fail to

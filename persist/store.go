@@ -26,7 +26,7 @@ var (
 )
 
 // ErrFormat: the store was written by an unknown format version.
-var ErrFormat = errors.New("unknown store format version")
+var ErrFormat = errors.New("persist: unknown store format version")
 
 // Store is a Pebble database holding one record per key and the clock's
 // high-water mark.
@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // ErrNoStore: a read-only open found no store in the directory.
-var ErrNoStore = errors.New("no store")
+var ErrNoStore = errors.New("persist: no store")
 
 // Open opens (creating if needed) the store in o.Dir. Errors name the
 // path and the cause; a store of another format version is refused, and
@@ -70,14 +70,14 @@ func Open(o Options) (*Store, error) {
 	// request handling for the CPU.
 	if o.ReadOnly {
 		if names, err := fs.List(o.Dir); err != nil || len(names) == 0 {
-			return nil, fmt.Errorf("persist: %s: %w", o.Dir, ErrNoStore)
+			return nil, fmt.Errorf("%w in %s", ErrNoStore, o.Dir)
 		}
 	}
 	opts := &pebble.Options{FS: fs, Logger: pebbleLogger{o.Logger}, MemTableSize: 64 << 20,
 		ReadOnly: o.ReadOnly, ErrorIfNotExists: o.ReadOnly}
 	db, err := pebble.Open(o.Dir, opts)
 	if errors.Is(err, pebble.ErrDBDoesNotExist) {
-		return nil, fmt.Errorf("persist: %s: %w", o.Dir, ErrNoStore)
+		return nil, fmt.Errorf("%w in %s", ErrNoStore, o.Dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
@@ -101,7 +101,7 @@ func Open(o Options) (*Store, error) {
 		closer.Close()
 		if got != strconv.Itoa(FormatVersion) {
 			db.Close()
-			return nil, fmt.Errorf("persist: %s: %w %q (this rlserver reads %d)", o.Dir, ErrFormat, got, FormatVersion)
+			return nil, fmt.Errorf("%w %q in %s (this rlserver reads %d)", ErrFormat, got, o.Dir, FormatVersion)
 		}
 	}
 	return s, nil
@@ -149,7 +149,7 @@ func (s *Store) HighWater() (int64, error) {
 	defer closer.Close()
 	n, perr := strconv.ParseInt(string(v), 10, 64)
 	if perr != nil {
-		return 0, fmt.Errorf("persist: %s: clock mark %q: %w", s.path, v, ErrCorrupt)
+		return 0, fmt.Errorf("%s: clock mark %q: %w", s.path, v, ErrCorrupt)
 	}
 	return n, nil
 }
@@ -171,7 +171,7 @@ func (s *Store) Load(fn func(engine.Record)) error {
 		}
 		r, err := DecodeRecord(key, v)
 		if err != nil {
-			return fmt.Errorf("persist: %s: record %q: %w", s.path, key, err)
+			return fmt.Errorf("%s: record %q: %w", s.path, key, err)
 		}
 		fn(r)
 	}
