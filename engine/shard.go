@@ -115,8 +115,8 @@ func (s *shard) decisionTimeLocked(now int64) int64 {
 // putLocked stores state e (and RL.LOG's encoded runs) for key: over its record
 // at off, which ends at oldEnd, when the key exists (oldEnd > 0) and the
 // new record fits there, else as a new record. It marks the record
-// changed and returns its offset.
-func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs []byte) int {
+// changed.
+func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs []byte) {
 	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, runs)
 	tag := tagOf(h)
 	if oldEnd > 0 {
@@ -129,7 +129,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 			copy(s.data[off:], rec)
 			s.data[off] |= wasDirty
 			s.markDirtyLocked(off, tag)
-			return off
+			return
 		}
 		s.buf = withSlack(s.buf, max(len(s.buf)/8, 24))
 		if s.reserveLocked(len(s.buf)) { // compacted: the record moved
@@ -144,7 +144,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 		*slot = makeSlot(tag, newOff)
 		s.data[newOff] |= wasDirty // already listed by its tag
 		s.markDirtyLocked(newOff, tag)
-		return newOff
+		return
 	}
 	s.buf = withSlack(s.buf, 0)
 	s.reserveLocked(len(s.buf))
@@ -152,7 +152,6 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 	s.data = append(s.data, s.buf...)
 	s.placeLocked(tag, off)
 	s.markDirtyLocked(off, tag)
-	return off
 }
 
 // removeLocked drops the record at off (hash tag tag).

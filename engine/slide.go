@@ -105,7 +105,7 @@ func slideRetry(p Params, cur, prev int64, e uint64) int64 {
 	// k = limit - cost + 1 - cur >= 1.
 	if fitsUnder(cur, p.Cost, p.Limit) && prev > 0 {
 		k := uint64(p.Limit-p.Cost-cur) + 1
-		xmax := mul64(k, W).sub(u128Of(1)).divFloor(uint64(prev)) // largest x with prev*x < k*W
+		xmax := mul64(k, W).sub(one).divFloor(uint64(prev)) // largest x with prev*x < k*W
 		if xmax >= 1 && xmax < W-e {
 			return int64(W - e - xmax)
 		}
@@ -115,7 +115,7 @@ func slideRetry(p Params, cur, prev int64, e uint64) int64 {
 	if cur == 0 || mul64(uint64(cur), W).less(mul64(k, W)) {
 		return untilNext
 	}
-	xmax := mul64(k, W).sub(u128Of(1)).divFloor(uint64(cur))
+	xmax := mul64(k, W).sub(one).divFloor(uint64(cur))
 	if xmax >= 1 {
 		return sat.Add(untilNext, int64(W-xmax))
 	}

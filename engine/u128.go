@@ -7,7 +7,8 @@ import "math/bits"
 // 64 bits, and the decisions must be exact.
 type u128 struct{ hi, lo uint64 }
 
-func u128Of(v uint64) u128 { return u128{lo: v} }
+// one is the u128 1.
+var one = u128{lo: 1}
 
 func mul64(a, b uint64) u128 {
 	hi, lo := bits.Mul64(a, b)
@@ -76,7 +77,7 @@ func (a u128) mulDivCeilOK(m, d uint64) (u128, bool) {
 		if out == (u128{^uint64(0), ^uint64(0)}) {
 			return out, true
 		}
-		out = out.add(u128Of(1))
+		out = out.add(one)
 	}
 	return out, false
 }
@@ -95,7 +96,7 @@ func (a u128) quoCeil(d uint64) u128 {
 	qlo, r := bits.Div64(r, a.lo, d)
 	q := u128{qhi, qlo}
 	if r != 0 {
-		q = q.add(u128Of(1))
+		q = q.add(one)
 	}
 	return q
 }

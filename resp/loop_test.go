@@ -105,7 +105,10 @@ func TestManyConnections(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.Send(rltest.Encode("RL.FIXED", "shared", "50", "1h"))
+				if err := c.Write(rltest.Encode("RL.FIXED", "shared", "50", "1h")); err != nil {
+					t.Errorf("write: %v", err)
+					return
+				}
 				got, err := c.Read()
 				if err != nil || !strings.HasPrefix(got, "[") {
 					t.Errorf("reply %q, %v", got, err)

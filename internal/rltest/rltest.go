@@ -99,13 +99,21 @@ func (c *Conn) Do(args ...string) string {
 	return r
 }
 
-// Send writes raw bytes.
+// Send writes raw bytes, failing the test if it cannot. Call it from the
+// test's goroutine; other goroutines use Write.
 func (c *Conn) Send(b []byte) {
 	c.t.Helper()
-	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.nc.Write(b); err != nil {
+	if err := c.Write(b); err != nil {
 		c.t.Fatalf("write: %v", err)
 	}
+}
+
+// Write writes raw bytes and returns the error, for goroutines other than
+// the test's (which must not stop the test).
+func (c *Conn) Write(b []byte) error {
+	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.nc.Write(b)
+	return err
 }
 
 // Read reads and renders one reply.
