@@ -9,5 +9,5 @@
 // Manual, which moves only when told (DEBUG CLOCK), for tests and the
 // worst-case tool.
 //
-// This package must import only the standard library.
+// This package must import only the standard library and internal/sat.
 package clock

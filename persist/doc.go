@@ -11,6 +11,8 @@
 // checksum is refused with an error naming the path and the cause;
 // nothing in it is deleted or overwritten.
 //
-// This package observes the engine only through engine.Record, Changes,
-// Dump and Restore; it never imports commands, resp or net.
+// This package observes the engine only through engine.Record, a Feed of
+// its own (engine.NewFeed: the changes since it last read, whatever other
+// readers have taken), Dump and Restore; it never imports commands, node,
+// resp or net. Only the node and the wiring import it.
 package persist
