@@ -52,17 +52,25 @@ type Algorithm struct {
 	// runs (0 otherwise), and the offset just past the body. It is on the
 	// lookup's hot path.
 	decode func(b []byte, i int, dl uint64) (w words, runs, end int)
-	// decide runs an RL.* request of p at now against cur (zero for a
-	// fresh key), a pure function: write reports that next must be
-	// stored; a rejected request or a peek writes nothing. scratch is
-	// room for next's runs, owned by the shard. nil for CL.THROTTLE, which
-	// Store.Throttle decides with redis-cell's arguments.
-	decide func(p Params, cur held, now int64, scratch []byte) (next held, r Result, write bool)
+	// decide runs an RL.* request of p at now against the state cur
+	// (zero for a fresh key), a pure function: a next unlike cur must be
+	// stored, and the key then lives until it is fresh again (ResetAfter);
+	// a rejected request or a peek returns cur. For an algorithm whose
+	// state is its words; nil for the others.
+	decide func(p Params, cur words, now int64) (next words, r Result)
+	// decideRuns is decide for an algorithm with runs (hasRuns): next
+	// carries the runs and the deadline, and write reports that it must
+	// be stored. scratch is room for next's runs, owned by the shard.
+	// Two shapes rather than one because the words-only call passes and
+	// returns small values: a decision through the larger held costs a
+	// plain algorithm about a fifth more (bench/RESULTS.md).
+	decideRuns func(p Params, cur held, now int64, scratch []byte) (next held, r Result, write bool)
 	// lifeMs is the key's remaining life in ms as TTL reports it, for a
 	// key with a deadline; nil means the deadline's ms, rounded up.
 	lifeMs func(e entry, now int64) int64
 	// hasRuns: the state includes a log of runs (log.go), carried as
-	// Record.Log and derived into words on the way in.
+	// Record.Log and derived into words on the way in. Such an algorithm
+	// decides with decideRuns.
 	hasRuns bool
 }
 
@@ -100,18 +108,4 @@ func Kinds() []Kind {
 		}
 	}
 	return ks
-}
-
-// plain adapts the decision of an algorithm whose whole state is a small
-// value S kept in words: the state changes only on an admission, and
-// the key then lives until it is fresh again (ResetAfter).
-func plain[S comparable](decide func(Params, S, int64) (S, Result), of func(words) S, to func(S) words) func(Params, held, int64, []byte) (held, Result, bool) {
-	return func(p Params, cur held, now int64, _ []byte) (held, Result, bool) {
-		s := of(cur.w)
-		next, r := decide(p, s, now)
-		if next == s { // a rejection or a peek
-			return cur, r, false
-		}
-		return held{w: to(next), deadline: deadlineAfter(now, r.ResetAfter)}, r, true
-	}
 }

@@ -26,8 +26,13 @@ func checkAlgorithm(k Kind, a *Algorithm, seen map[string]Kind) error {
 		return fmt.Errorf("kind %d (%s): no encode", k, a.Name)
 	case a.decode == nil:
 		return fmt.Errorf("kind %d (%s): no decode", k, a.Name)
-	case a.decide == nil && k != KindThrottle: // CL.THROTTLE is decided by Store.Throttle
+	case k == KindThrottle: // decided by Store.Throttle, with redis-cell's arguments
+	case a.hasRuns && a.decideRuns == nil:
+		return fmt.Errorf("kind %d (%s): has runs and no decideRuns", k, a.Name)
+	case !a.hasRuns && a.decide == nil:
 		return fmt.Errorf("kind %d (%s): no decide", k, a.Name)
+	case a.decide != nil && a.decideRuns != nil:
+		return fmt.Errorf("kind %d (%s): both decide and decideRuns", k, a.Name)
 	}
 	seen[a.Name] = k
 	if a.hasRuns {
@@ -78,6 +83,8 @@ func TestIncompleteAlgorithmNamed(t *testing.T) {
 		{func(a *Algorithm) { a.encode = nil }, "kind 6 (quota): no encode"},
 		{func(a *Algorithm) { a.decode = nil }, "kind 6 (quota): no decode"},
 		{func(a *Algorithm) { a.decide = nil }, "kind 6 (quota): no decide"},
+		{func(a *Algorithm) { a.hasRuns = true }, "kind 6 (quota): has runs and no decideRuns"},
+		{func(a *Algorithm) { a.decideRuns = logDecide }, "kind 6 (quota): both decide and decideRuns"},
 		{func(a *Algorithm) { a.Kind = KindLog }, "kind 6: its row says Kind 3"},
 		{func(a *Algorithm) {
 			a.decode = func(b []byte, i int, dl uint64) (words, int, int) { return words{}, 0, len(b) }

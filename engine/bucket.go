@@ -54,7 +54,7 @@ var bucketAlgorithm = Algorithm{
 		s.tat = u128{th, tl}
 		return s.words(), 0, i
 	},
-	decide: plain(bucketDecide, bucketOf, bucketState.words),
+	decide: bucketWords,
 	// Exact even past the ns deadline's range.
 	lifeMs: func(e entry, now int64) int64 { return bucketResetMs(bucketOf(e.w), now) },
 }
@@ -123,6 +123,12 @@ func bucketHuge(p Params, s bucketState, now int64) Result {
 func bucketResetMs(s bucketState, now int64) int64 {
 	_, ms := nsAndMs(s.tat.sub(mul64(uint64(now), uint64(s.rate))), uint64(s.rate))
 	return ms
+}
+
+// bucketWords is bucketDecide over the state's words.
+func bucketWords(p Params, w words, now int64) (words, Result) {
+	next, r := bucketDecide(p, bucketOf(w), now)
+	return next.words(), r
 }
 
 // bucketDecide decides an RL.BUCKET request: admitted while the bucket,

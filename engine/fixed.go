@@ -36,7 +36,13 @@ var fixedAlgorithm = Algorithm{
 		s.count = int64(u)
 		return s.words(), 0, i
 	},
-	decide: plain(fixedDecide, fixedOf, fixedState.words),
+	decide: fixedWords,
+}
+
+// fixedWords is fixedDecide over the state's words.
+func fixedWords(p Params, w words, now int64) (words, Result) {
+	next, r := fixedDecide(p, fixedOf(w), now)
+	return next.words(), r
 }
 
 // fixedDecide decides an RL.FIXED request. The count carries over only

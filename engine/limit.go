@@ -80,26 +80,38 @@ func fitsUnder(used, cost, limit int64) bool { return used <= limit && cost <= l
 // and a key whose state becomes fresh is dropped. ErrWrongType if the key
 // holds another kind.
 func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error) {
-	decide := algorithmOf(kind).decide
+	a := algorithmOf(kind)
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
 	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
-	var cur held
-	if ok {
-		if e.kind != kind {
-			return Result{}, ErrWrongType
-		}
-		cur = held{w: e.w, runs: runs, deadline: e.deadline}
+	if ok && e.kind != kind {
+		return Result{}, ErrWrongType
 	}
-	next, r, write := decide(p, cur, now, s.logBuf[:0])
-	if write {
-		s.putLocked(off, end, h, key, entry{kind: kind, w: next.w, deadline: next.deadline}, next.runs)
-		if next.runs != nil && cap(next.runs) <= 64<<10 { // keep the scratch unless a huge log grew it
-			s.logBuf = next.runs[:0]
+	var r Result
+	write := false
+	if a.hasRuns {
+		var cur held
+		if ok {
+			cur = held{w: e.w, runs: runs, deadline: e.deadline}
 		}
-	} else if ok && e.deadline < maxDeadline { // a capped deadline is only a lower bound
+		var next held
+		next, r, write = a.decideRuns(p, cur, now, s.logBuf[:0])
+		if write {
+			s.putLocked(off, end, h, key, entry{kind: kind, w: next.w, deadline: next.deadline}, next.runs)
+			if cap(next.runs) <= 64<<10 { // keep the scratch unless a huge log grew it
+				s.logBuf = next.runs[:0]
+			}
+		}
+	} else {
+		var next words
+		next, r = a.decide(p, e.w, now) // e is zero for a fresh key
+		if write = next != e.w; write {
+			s.putLocked(off, end, h, key, entry{kind: kind, w: next, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
+		}
+	}
+	if ok && !write && e.deadline < maxDeadline { // a capped deadline is only a lower bound
 		// The key expires (becomes fresh) at its deadline, set by the
 		// parameters of its last write; a call with other parameters that
 		// changes nothing cannot wait longer than that.

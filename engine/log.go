@@ -55,9 +55,6 @@ type logState struct {
 func logOf(h held) logState {
 	return logState{runs: h.runs, dl: uint64(h.deadline), total: h.w.a, oldest: uint64(h.w.b)}
 }
-func (s logState) held() held {
-	return held{w: words{a: s.total, b: int64(s.oldest)}, runs: s.runs, deadline: int64(s.dl)}
-}
 
 var logAlgorithm = Algorithm{
 	Kind: KindLog, Name: "log", hasRuns: true,
@@ -82,24 +79,23 @@ var logAlgorithm = Algorithm{
 	// Only an admission stores the log: a rejected call or a peek leaves
 	// it exactly as it was (even the entries it found expired under its
 	// own window, which a later, longer window may count).
-	decide: func(p Params, cur held, now int64, scratch []byte) (held, Result, bool) {
-		next, _, r, admitted := logDecide(p, logOf(cur), now, scratch)
-		return next.held(), r, admitted
-	},
+	decideRuns: logDecide,
 }
 
-// logDecide runs RL.LOG. Units with t <= now-W have left the window. On
-// admission it appends the new log's runs to dst and returns the new
-// state and deadline; a rejected call or a peek changes nothing (admitted
-// is false and the log stays as it was). An admission costs the runs it
+// logDecide runs RL.LOG on the key's state cur (logOf). Units with
+// t <= now-W have left the window. On admission it appends the new log's
+// runs to dst and returns the new state; a rejected call or a peek
+// changes nothing (admitted is false and next is cur). An admission costs the runs it
 // cuts off plus a copy of the log's bytes; a rejection that must say when
 // to retry walks from the oldest run until enough units would leave.
-func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, deadline int64, r Result, admitted bool) {
-	runs := ls.runs
-	cut, total, tOld := len(runs), ls.total, ls.oldest
+func logDecide(p Params, cur held, now int64, dst []byte) (next held, r Result, admitted bool) {
+	// cur's parts as logState names them, read one by one: copying the
+	// state whole costs a measurable part of a decision.
+	runs, dl := cur.runs, uint64(cur.deadline)
+	cut, total, tOld := len(runs), cur.w.a, uint64(cur.w.b)
 	if total == 1<<63-1 { // saturated: count what the runs hold instead
 		total = 0
-		prev := ls.dl
+		prev := dl
 		for i := 0; i < len(runs); {
 			t, n, next := logRunAt(runs, i, prev)
 			total = sat.Add(total, int64(n))
@@ -124,7 +120,7 @@ func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, dead
 	var t0, n0 uint64
 	firstEnd := 0
 	if cut > 0 {
-		t0, n0, firstEnd = logRunAt(runs, 0, ls.dl)
+		t0, n0, firstEnd = logRunAt(runs, 0, dl)
 	}
 	r = Result{Limit: p.Limit, RetryAfter: -1}
 	if fitsUnder(total, p.Cost, p.Limit) {
@@ -164,9 +160,9 @@ func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, dead
 		r.ResetAfter = newest + p.Window - now
 	}
 	if !admitted {
-		return ls, 0, r, false
+		return cur, r, false
 	}
-	deadline = deadlineAfter(now, r.ResetAfter)
+	deadline := deadlineAfter(now, r.ResetAfter)
 	nd := uint64(deadline)
 	if cut > 0 && t0 == uint64(now) { // same ns as the newest run: merge
 		dst = binary.AppendUvarint(dst, uint64(sat.Add(int64(n0), p.Cost)))
@@ -184,7 +180,7 @@ func logDecide(p Params, ls logState, now int64, dst []byte) (out logState, dead
 	if cut == 0 {
 		tOld = uint64(now)
 	}
-	return logState{runs: dst, dl: nd, total: total, oldest: tOld}, deadline, r, true
+	return held{w: words{a: total, b: int64(tOld)}, runs: dst, deadline: deadline}, r, true
 }
 
 // logOldest is the oldest unit's time of a log given oldest first in

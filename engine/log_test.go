@@ -16,16 +16,17 @@ func TestLogAgainstBruteForce(t *testing.T) {
 	for round := 0; round < 200; round++ {
 		W := int64(1+r.IntN(50)) * 1_000_000
 		limit := int64(r.IntN(12))
-		var ls logState   // the log as its record holds it
+		var h held        // the log as its record holds it
 		var units []int64 // brute force: one timestamp per unit
 		now := int64(1_700_000_000_000_000_000)
 		for op := 0; op < 200; op++ {
 			now += int64(r.IntN(int(W / 3)))
 			cost := int64(r.IntN(5))
-			next, _, res, admitted := logDecide(Params{Limit: limit, Window: W, Cost: cost}, ls, now, nil)
+			next, res, admitted := logDecide(Params{Limit: limit, Window: W, Cost: cost}, h, now, nil)
 			if admitted {
-				ls = next
+				h = next
 			}
+			ls := logOf(h)
 
 			live := units[:0:0]
 			for _, u := range units {
@@ -81,25 +82,27 @@ func TestLogAgainstBruteForce(t *testing.T) {
 }
 
 func TestLogRunsAreCompact(t *testing.T) {
-	var ls logState
+	var h held
 	now := int64(1_700_000_000_000_000_000)
 	p := Params{Limit: 1 << 62, Window: 60_000_000_000, Cost: 1 << 40}
 	for i := 0; i < 100; i++ {
-		next, _, _, ok := logDecide(p, ls, now+int64(i), nil)
+		next, _, ok := logDecide(p, h, now+int64(i), nil)
 		require.True(t, ok)
-		ls = next
+		h = next
 	}
+	ls := logOf(h)
 	require.Equal(t, int64(100)<<40, ls.total)
 	// Runs 1 ns apart of 2^40 units: 6 bytes of count and 1 of time each,
 	// but the newest, whose time (60 s before the deadline) takes 6.
 	require.Equal(t, 99*(6+1)+6+6, len(ls.runs), "one small run per cost-2^40 admission")
 	// Several admissions in the same nanosecond merge into one run.
-	ls = logState{}
+	h = held{}
 	p.Cost = 1
 	for i := 0; i < 50; i++ {
-		next, _, _, ok := logDecide(p, ls, now, nil)
+		next, _, ok := logDecide(p, h, now, nil)
 		require.True(t, ok)
-		ls = next
+		h = next
 	}
+	ls = logOf(h)
 	require.Equal(t, []int64{-(now + 1), 50}, decodeRuns(nil, ls.dl, ls.runs))
 }

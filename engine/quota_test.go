@@ -19,6 +19,12 @@ type quotaState struct{ used int64 }
 func quotaOf(w words) quotaState  { return quotaState{used: w.a} }
 func (s quotaState) words() words { return words{a: s.used} }
 
+// quotaWords is quotaDecide over the state's words.
+func quotaWords(p Params, w words, now int64) (words, Result) {
+	next, r := quotaDecide(p, quotaOf(w), now)
+	return next.words(), r
+}
+
 func quotaDecide(p Params, s quotaState, now int64) (quotaState, Result) {
 	r := Result{Limit: p.Limit, RetryAfter: -1, ResetAfter: never - now}
 	if fitsUnder(s.used, p.Cost, p.Limit) {
@@ -39,7 +45,7 @@ var quotaAlgorithm = Algorithm{
 		u, i := uvarint(b, i)
 		return quotaState{used: int64(u)}.words(), 0, i
 	},
-	decide: plain(quotaDecide, quotaOf, quotaState.words),
+	decide: quotaWords,
 }
 
 // The one row.

@@ -41,7 +41,7 @@ var slideAlgorithm = Algorithm{
 		s.prev = int64(u)
 		return s.words(), 0, i
 	},
-	decide: plain(slideDecide, slideOf, slideState.words),
+	decide: slideWords,
 }
 
 // slideRoll rolls a state to now: the stored window is current (keep),
@@ -55,6 +55,12 @@ func slideRoll(p Params, s slideState, now int64) (start, cur, prev int64) {
 		return start, 0, s.cur
 	}
 	return start, 0, 0
+}
+
+// slideWords is slideDecide over the state's words.
+func slideWords(p Params, w words, now int64) (words, Result) {
+	next, r := slideDecide(p, slideOf(w), now)
+	return next.words(), r
 }
 
 // slideDecide decides an RL.SLIDE request: the previous window's count
