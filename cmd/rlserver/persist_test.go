@@ -42,7 +42,7 @@ type instance struct {
 // startNode starts the binary with --dir dir and args.
 func startNode(t *testing.T, dir string, args ...string) *instance {
 	t.Helper()
-	cmd, addr, _ := startBinary(t, buildBinary(t), append([]string{"--dir", dir}, args...)...)
+	cmd, addr := startBinary(t, buildBinary(t), append([]string{"--dir", dir}, args...)...)
 	return &instance{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
 }
 
@@ -629,7 +629,7 @@ func TestPersistMemoryOnlyLeavesDirUntouched(t *testing.T) {
 
 	// Without --dir, the default ./data (relative to the working
 	// directory) is not created either...
-	cmd, addr, _ := startBinary(t, buildBinary(t), manual(startMs, "--save-interval", "0")...)
+	cmd, addr := startBinary(t, buildBinary(t), manual(startMs, "--save-interval", "0")...)
 	n = &instance{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
 	script(t, n.c, seqBefore...)
 	n.stop(t, "SHUTDOWN")
@@ -637,7 +637,7 @@ func TestPersistMemoryOnlyLeavesDirUntouched(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "--save-interval 0 created ./data")
 
 	// ...while with persistence on it is where the state goes.
-	cmd, addr, _ = startBinary(t, buildBinary(t), manual(startMs)...)
+	cmd, addr = startBinary(t, buildBinary(t), manual(startMs)...)
 	n = &instance{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
 	script(t, n.c, seqBefore...)
 	n.stop(t, "SHUTDOWN")
