@@ -172,19 +172,17 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration) {
 	})
 }
 
-// Info is what INFO persistence and LASTSAVE report.
+// Info is what INFO persistence and LASTSAVE report; the node reads it
+// as it is.
 type Info struct {
-	ChangesSinceSave int64
-	LastSaveUnix     int64
-	LastOK           bool
-	LastDuration     time.Duration
-	InProgress       bool
-	Errors, Saves    int64
-	LastRecords      int64 // records (puts and deletes) the last good snapshot wrote
+	ChangesSinceSave int64         // changed keys not yet in a snapshot
+	LastSaveUnix     int64         // the last good snapshot (or the start), Unix s of the server clock
+	LastOK           bool          // the last snapshot succeeded
+	LastDuration     time.Duration // how long the last snapshot took
+	InProgress       bool          // a snapshot is being written
+	Errors, Saves    int64         // failed and good snapshots since start
+	LastRecords      int64         // records (puts and deletes) the last good snapshot wrote
 }
-
-// Info mirrors commands.PersistenceInfo field for field (the server
-// package converts one into the other): persist must not import commands.
 
 // Info reports the snapshotter's state.
 func (s *Snapshotter) Info() Info {
