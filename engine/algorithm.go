@@ -61,9 +61,10 @@ type Algorithm struct {
 	// decideRuns is decide for an algorithm with runs (hasRuns): next
 	// carries the runs and the deadline, and write reports that it must
 	// be stored. scratch is room for next's runs, owned by the shard.
-	// Two shapes rather than one because the words-only call passes and
-	// returns small values: a decision through the larger held costs a
-	// plain algorithm about a fifth more (bench/RESULTS.md).
+	// Two shapes rather than one: the words-only call passes and returns
+	// small values, where copying the larger held through the call made
+	// RL.FIXED, RL.SLIDE and RL.BUCKET 17-35% slower (bench/RESULTS.md,
+	// the architecture change).
 	decideRuns func(p Params, cur held, now int64, scratch []byte) (next held, r Result, write bool)
 	// lifeMs is the key's remaining life in ms as TTL reports it, for a
 	// key with a deadline; nil means the deadline's ms, rounded up.
