@@ -82,12 +82,13 @@ var logAlgorithm = Algorithm{
 	decideRuns: logDecide,
 }
 
-// logDecide runs RL.LOG on the key's state cur (logOf). Units with
-// t <= now-W have left the window. On admission it appends the new log's
-// runs to dst and returns the new state; a rejected call or a peek
-// changes nothing (admitted is false and next is cur). An admission costs the runs it
-// cuts off plus a copy of the log's bytes; a rejection that must say when
-// to retry walks from the oldest run until enough units would leave.
+// logDecide runs RL.LOG on the key's state cur (logOf names its parts).
+// Units with t <= now-W have left the window. On admission it appends the
+// new log's runs to dst and returns the new state; a rejected call or a
+// peek changes nothing (admitted is false and next is cur). An admission
+// costs the runs it cuts off plus a copy of the log's bytes; a rejection
+// that must say when to retry walks from the oldest run until enough
+// units would leave.
 func logDecide(p Params, cur held, now int64, dst []byte) (next held, r Result, admitted bool) {
 	// cur's parts as logState names them, read one by one: copying the
 	// state whole costs a measurable part of a decision.
