@@ -292,6 +292,19 @@ func (c *Real) unlock() {
 	c.mu.Unlock()
 }
 
+// Resume sets the clock's reading to ns and goes on from there: advancing
+// with the monotonic clock and slewing toward the wall clock at most
+// SlewPPM, as after a start at a high-water mark. Unlike every other
+// method it may move the reading back. It is for a clock whose readings
+// were not the server's time: a replica's own clock, set to its primary's
+// timeline on promotion (docs/clock.md, property 3).
+func (c *Real) Resume(ns int64) {
+	c.lock()
+	_, m := c.sample(true)
+	c.last, c.lastMono, c.frac = ns, m, 0
+	c.unlock()
+}
+
 // Offset returns the clock's current difference from the wall clock,
 // clock - wall, in ns: positive while the clock is ahead (after starting at a
 // high-water mark ahead of the wall clock, or after the wall clock stepped
@@ -400,6 +413,13 @@ func (c *Manual) Set(ns int64) error {
 	}
 	c.ns = ns
 	return nil
+}
+
+// Resume sets the reading to ns, earlier or later (Real.Resume).
+func (c *Manual) Resume(ns int64) {
+	c.mu.Lock()
+	c.ns = ns
+	c.mu.Unlock()
 }
 
 // Advance moves the clock forward by d nanoseconds (d >= 0) and returns

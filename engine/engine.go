@@ -96,6 +96,27 @@ func (e *Engine) Atomic(fn func(Store)) {
 type Store struct {
 	e    *Engine
 	held bool
+	// dry: decisions are answered but never stored (ReadOnly).
+	dry bool
+}
+
+// ReadOnly returns st as a Store whose decisions change nothing: a
+// replica's peeks (CL.THROTTLE of quantity 0, which redis-cell stores)
+// read the replicated state and leave it as the primary sent it.
+func (st Store) ReadOnly() Store {
+	st.dry = true
+	return st
+}
+
+// ResetTime sets every shard's latest decision time to now, earlier or
+// later: for a node that starts following another's timeline
+// (clock.Timeline), whose keyspace is then the primary's.
+func (e *Engine) ResetTime(now int64) {
+	for _, s := range e.shards {
+		s.mu.Lock()
+		s.latest = now
+		s.mu.Unlock()
+	}
 }
 
 func (st Store) lock(s *shard) {

@@ -98,7 +98,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		}
 		var next held
 		next, r, write = a.decideRuns(p, cur, now, s.logBuf[:0])
-		if write {
+		if write = write && !st.dry; write {
 			s.putLocked(off, end, h, key, entry{kind: kind, w: next.w, deadline: next.deadline}, next.runs)
 			if cap(next.runs) <= 64<<10 { // keep the scratch unless a huge log grew it
 				s.logBuf = next.runs[:0]
@@ -107,7 +107,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	} else {
 		var next words
 		next, r = a.decide(p, e.w, now) // e is zero for a fresh key
-		if write = next != e.w; write {
+		if write = next != e.w && !st.dry; write {
 			s.putLocked(off, end, h, key, entry{kind: kind, w: next, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
 		}
 	}

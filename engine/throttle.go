@@ -48,7 +48,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 		tat = throttleOf(cur.w).tat
 	}
 	d, err := g.Decide(tat, ok, now, q)
-	if d.Write {
+	if d.Write && !st.dry {
 		s.putLocked(off, end, h, key, entry{kind: KindThrottle, w: throttleState{d.NewTAT}.words(), deadline: throttleDeadline(now, d.TTLMs)}, nil)
 	}
 	return d.Result, err
