@@ -7,7 +7,9 @@
 // whatever NTP or an operator does to the wall clock) and slews toward the
 // wall clock at a bounded rate (1% by default) wherever the two differ; and
 // Manual, which moves only when told (DEBUG CLOCK), for tests and the
-// worst-case tool.
+// worst-case tool. A Timeline wraps either: while the node is a replica it
+// follows the primary's readings, and once promoted it continues from them
+// (docs/clock.md, property 3).
 //
 // This package must import only the standard library and internal/sat.
 package clock

@@ -118,13 +118,14 @@ func (t *Timeline) Promote() int64 {
 	return now
 }
 
-// Offset is the reading minus the wall clock, in ns (INFO server's
-// clock_offset_ms): the Own Real clock's offset, plus the primary's
-// while following; 0 for a Manual clock.
-func (t *Timeline) Offset() int64 {
+// Offset is the reading minus the wall clock the Own clock follows, in
+// ns (INFO server's clock_offset_ms): the Own Real clock's offset, plus
+// the primary's while following. ok is false for an Own clock that
+// follows no wall clock (Manual).
+func (t *Timeline) Offset() (ns int64, ok bool) {
 	o, ok := t.own.(interface{ Offset() int64 })
 	if !ok {
-		return 0
+		return 0, false
 	}
 	off := o.Offset()
 	if t.following.Load() {
@@ -132,5 +133,5 @@ func (t *Timeline) Offset() int64 {
 		off += t.off
 		t.mu.Unlock()
 	}
-	return off
+	return off, true
 }

@@ -145,6 +145,9 @@ type killFilter struct {
 	match  []func(*Session) bool
 	skipMe bool
 	old    bool // CLIENT KILL addr: an error, not 0, when none matches
+	// links is "master" or "replica" for TYPE master / replica / slave:
+	// replication's links, which are not sessions.
+	links string
 }
 
 func (f killFilter) matches(c *Session) bool {
@@ -182,6 +185,15 @@ func parseClientKill(args [][]byte) (killFilter, error) {
 			f.match = append(f.match, func(*Session) bool { return v == "default" })
 		case "type":
 			t := strings.ToLower(v)
+			switch t {
+			case "normal", "pubsub":
+			case "master":
+				f.links = t
+			case "replica", "slave":
+				f.links = "replica"
+			default:
+				return f, ErrClientType(args[i+1])
+			}
 			f.match = append(f.match, func(*Session) bool { return t == "normal" })
 		case "skipme":
 			switch strings.ToLower(v) {
@@ -212,6 +224,12 @@ func cmdClientKill(x *Ctx) {
 		return
 	}
 	n := kill(x.N.Sessions(), f, x.C)
+	switch f.links {
+	case "master":
+		n += x.N.KillPrimaryLink()
+	case "replica":
+		n += x.N.KillReplicaLinks()
+	}
 	if f.old {
 		if n == 0 {
 			x.Error(ErrNoSuchClient)

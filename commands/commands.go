@@ -83,16 +83,23 @@ func NewTable() Table {
 		{Name: "bgsave", Arity: -1, Flags: FlagAdmin | FlagNoScript, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Writes a snapshot in the background.", Run: cmdBgsave},
 		{Name: "lastsave", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@admin", "@fast", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Returns the Unix time of the last good snapshot.", Run: cmdLastsave},
 		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Stops the server.", Run: cmdShutdown},
+		// replication
+		{Name: "replicaof", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "5.0.0", Summary: "Follows a primary (host port), or becomes one (NO ONE).", Run: cmdReplicaOf},
+		{Name: "slaveof", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Follows a primary (host port), or becomes one (NO ONE). Alias of REPLICAOF.", Run: cmdReplicaOf},
+		{Name: "role", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast, ACL: []string{"@admin", "@fast", "@dangerous"}, Group: server, Since: "2.8.12", Summary: "Returns the replication role.", Run: cmdRole},
+		{Name: "wait", Arity: 3, Flags: FlagNoScript, ACL: []string{"@slow", "@connection"}, Group: server, Since: "3.0.0", Summary: "Waits until the replicas have acknowledged this connection's writes.", Run: cmdWait},
+		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "3.0.0", Summary: "An internal command of the replication handshake.", Run: cmdReplconf},
+		{Name: "psync", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "2.8.0", Summary: "An internal command: a replica asks for the stream from an offset.", Run: cmdPsync},
 		// transactions
 		{Name: "multi", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Starts a transaction.", Run: cmdMulti},
 		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagTxnControl, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},
 		{Name: "discard", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.0.0", Summary: "Discards a transaction.", Run: cmdDiscard},
 		// limiters
-		{Name: "rl.fixed", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Fixed window counter: key limit window [COST n].", Run: limiter(engine.KindFixed)},
-		{Name: "rl.log", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window log, exact: key limit window [COST n].", Run: limiter(engine.KindLog)},
-		{Name: "rl.slide", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window counter (two windows, weighted): key limit window [COST n].", Run: limiter(engine.KindSlide)},
-		{Name: "rl.bucket", Arity: -5, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Token bucket, exact refill: key capacity rate period [COST n].", Run: limiter(engine.KindBucket)},
-		{Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule, FirstKey: 1, LastKey: 1, Step: 1, Group: rl, Since: "1.0.0", Summary: "GCRA rate limit, a drop-in for redis-cell: key max_burst count period [quantity].", Run: cmdThrottle},
+		{Name: "rl.fixed", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Fixed window counter: key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindFixed)},
+		{Name: "rl.log", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window log, exact: key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindLog)},
+		{Name: "rl.slide", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window counter (two windows, weighted): key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindSlide)},
+		{Name: "rl.bucket", Arity: -5, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Token bucket, exact refill: key capacity rate period [COST n].", Peek: limiterPeek, Run: limiter(engine.KindBucket)},
+		{Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule, FirstKey: 1, LastKey: 1, Step: 1, Group: rl, Since: "1.0.0", Summary: "GCRA rate limit, a drop-in for redis-cell: key max_burst count period [quantity].", Peek: throttlePeek, Run: cmdThrottle},
 	}
 	t := Table{}
 	for _, c := range cmds {

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
@@ -35,9 +36,39 @@ type Node interface {
 	BackgroundSave() error
 	LastSave() int64
 	RequestShutdown(save bool)
+	// Replication (docs/replication.md). ReplicaOf follows host:port
+	// (already: it did), ReplicaOfNoOne promotes; Role is ROLE's reply;
+	// Psync hands s's connection to replication once this command's
+	// reply (none) is written; Wait is WAIT; KillPrimaryLink and
+	// KillReplicaLinks are CLIENT KILL TYPE master and replica.
+	ReplicaOf(host string, port int) (already bool, err error)
+	ReplicaOfNoOne() error
+	Role() Role
+	Psync(s *Session, replid string, offset int64) error
+	Wait(s *Session, replicas int, timeout time.Duration) (int, error)
+	KillPrimaryLink() int
+	KillReplicaLinks() int
 	// RunQueued runs EXEC's queue for s as one atomic step at now,
 	// writing each command's reply to w.
 	RunQueued(s *Session, queue [][][]byte, w Writer, now int64)
+}
+
+// Role is ROLE's reply: a primary's offset and online replicas, or a
+// replica's primary, link state and offset (-1 while the link is down).
+type Role struct {
+	Replica  bool
+	Offset   int64
+	Replicas []RoleReplica
+	Host     string
+	Port     int
+	State    string
+}
+
+// RoleReplica is a replica in a primary's ROLE.
+type RoleReplica struct {
+	IP     string
+	Port   int
+	Offset int64
 }
 
 // ConfigParam is one CONFIG GET/SET parameter. Set is nil for a parameter

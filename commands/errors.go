@@ -51,6 +51,11 @@ const (
 	ErrBgsaveRunning Error = "ERR Background save already in progress"
 	// ErrReadOnly is what a replica answers to a write.
 	ErrReadOnly Error = "READONLY You can't write against a read only replica."
+	// Replication (docs/replication.md).
+	ErrWaitOnReplica Error = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
+	ErrTimeoutNeg    Error = "ERR timeout is negative"
+	ErrTimeoutInt    Error = "ERR timeout is not an integer or out of range"
+	ErrMasterPort    Error = "ERR Invalid master port"
 )
 
 // ErrWrongArgs is Redis's arity error for the command (or "parent|sub").
@@ -96,6 +101,11 @@ func ErrUnrecognizedOption(opt []byte) Error {
 }
 
 // ErrClientType: CLIENT LIST TYPE with an unknown type.
+// ErrReplconfOption is REPLCONF's answer to an option it does not know.
+func ErrReplconfOption(opt []byte) Error {
+	return Error(fmt.Sprintf("ERR Unrecognized REPLCONF option: %s", opt))
+}
+
 func ErrClientType(t []byte) Error { return Error(fmt.Sprintf("ERR Unknown client type '%s'", t)) }
 
 // ErrConfigUnknown, ErrConfigImmutable and ErrConfigFailed are CONFIG

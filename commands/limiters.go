@@ -66,3 +66,24 @@ func parseLimitArgs(kind engine.Kind, args [][]byte) (engine.Params, error) {
 	}
 	return p, nil
 }
+
+// limiterPeek reports whether an RL.* call asks for cost 0: its last COST
+// (the one that counts) is 0. Other arguments are checked when it runs.
+func limiterPeek(args [][]byte) bool {
+	for i := len(args) - 2; i >= 2; i-- {
+		if strings.EqualFold(string(args[i]), "COST") {
+			v, ok := parseInt64(args[i+1])
+			return ok && v == 0
+		}
+	}
+	return false
+}
+
+// throttlePeek reports whether a CL.THROTTLE call asks for quantity 0.
+func throttlePeek(args [][]byte) bool {
+	if len(args) != 6 {
+		return false
+	}
+	v, ok := parseInt64(args[5])
+	return ok && v == 0
+}

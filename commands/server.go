@@ -30,7 +30,11 @@ func cmdTime(x *Ctx) {
 // cmdDebugClock is DEBUG CLOCK SET time | ADVANCE duration | GET
 // (docs/clock.md).
 func cmdDebugClock(x *Ctx) {
-	m, ok := x.N.Clock().(*clock.Manual)
+	clk := x.N.Clock()
+	if tl, ok := clk.(*clock.Timeline); ok {
+		clk = tl.Own() // DEBUG CLOCK moves the node's own clock, also on a replica
+	}
+	m, ok := clk.(*clock.Manual)
 	if !ok {
 		x.Error(ErrNeedManual)
 		return

@@ -37,6 +37,13 @@ type Session struct {
 	// session it cannot close.
 	Close func()
 
+	// What a replica's handshake told (REPLCONF listening-port,
+	// ip-address), for its PSYNC.
+	ReplPort int
+	ReplIP   string
+	// wrote: a write command ran on this connection (WAIT).
+	wrote bool
+
 	mu      sync.Mutex // guards name, libName, libVer
 	name    string
 	libName string
@@ -54,6 +61,12 @@ func NewSession(id int64, addr, laddr string, authed bool, close func()) *Sessio
 	s.lastActive.Store(clock.Mono())
 	return s
 }
+
+// Wrote records that a write command ran on the connection.
+func (s *Session) Wrote() { s.wrote = true }
+
+// HasWritten reports whether a write command ran on the connection.
+func (s *Session) HasWritten() bool { return s.wrote }
 
 // Proto is the negotiated protocol version, 2 or 3.
 func (s *Session) Proto() int { return s.proto }

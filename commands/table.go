@@ -51,6 +51,10 @@ type Command struct {
 	Clockless bool
 	// KeySpecFlags overrides the key-spec flags COMMAND reports.
 	KeySpecFlags []string
+	// Peek, for a write command, reports whether a call with args
+	// changes nothing the primary would send (a limiter's cost 0): a
+	// replica serves such calls from its replicated state.
+	Peek func(args [][]byte) bool
 	// Run executes the command; nil for a container of subcommands.
 	Run func(x *Ctx)
 	// Sub holds subcommands by lower-case name (CLIENT SETNAME ...).

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"net"
 	"sort"
 	"time"
 
@@ -25,6 +26,19 @@ type Client struct {
 	mark int64
 	// stripe is the statistics cell the client's commands count in.
 	stripe uint32
+	// handoff, once set (PSYNC), takes the connection over after the
+	// command's reply is written (TakeHandoff).
+	handoff func(conn net.Conn, pending []byte)
+}
+
+// TakeHandoff returns, once, what takes over the client's connection
+// after the current command (a replica's PSYNC hands it to replication),
+// or nil. The connection writes its pending replies, leaves the client,
+// and passes the connection and the bytes it read but did not parse.
+func (c *Client) TakeHandoff() func(conn net.Conn, pending []byte) {
+	h := c.handoff
+	c.handoff = nil
+	return h
 }
 
 // NewClient registers a connection; close closes it from another goroutine

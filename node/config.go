@@ -35,17 +35,25 @@ type Config struct {
 	SaveInterval time.Duration // 0: memory only
 	RequirePass  string
 	MasterAuth   string
-	ReplicaOf    string
-	MaxClients   int
-	Timeout      int // idle seconds before a client is closed; 0 never
-	Shards       int
-	ClockMode    string // "real" or "manual"
-	TLSCert      string
-	TLSKey       string
-	LogLevel     string
-	LogFormat    string
-	MetricsAddr  string
-	Limits       Limits
+	ReplicaOf    string // "host port" of the primary to follow, "" for none
+	// ReplicaPriority is what INFO replication's slave_priority shows
+	// (Sentinel promotes the lowest; 0 never). ReplicaAnnounceIP and
+	// ReplicaAnnouncePort, if set, are what a replica tells its primary
+	// to list for it. ReplBacklogSize is the backlog's size in bytes.
+	ReplicaPriority     int
+	ReplicaAnnounceIP   string
+	ReplicaAnnouncePort int
+	ReplBacklogSize     int64
+	MaxClients          int
+	Timeout             int // idle seconds before a client is closed; 0 never
+	Shards              int
+	ClockMode           string // "real" or "manual"
+	TLSCert             string
+	TLSKey              string
+	LogLevel            string
+	LogFormat           string
+	MetricsAddr         string
+	Limits              Limits
 }
 
 // Validate checks every value, so that a start with a bad one fails with
@@ -60,11 +68,18 @@ func (c Config) Validate() error {
 	case c.Dir == "":
 		return errors.New("--dir must not be empty")
 	}
+	if c.ReplicaOf != "" {
+		if _, _, err := ParseReplicaOf(c.ReplicaOf); err != nil {
+			return err
+		}
+	}
 	switch {
-	case c.ReplicaOf != "":
-		return errors.New("--replicaof: replication is not available yet")
-	case c.MasterAuth != "":
-		return errors.New("--masterauth: replication is not available yet")
+	case c.ReplicaPriority < 0:
+		return errors.New("--replica-priority must not be negative")
+	case c.ReplicaAnnouncePort < 0 || c.ReplicaAnnouncePort > 65535:
+		return errors.New("--replica-announce-port must be a port number")
+	case c.ReplBacklogSize < 0:
+		return errors.New("--repl-backlog-size must not be negative")
 	case c.MetricsAddr != "":
 		return errors.New("--metrics-addr: metrics are not available yet")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
@@ -88,6 +103,41 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ParseReplicaOf parses --replicaof's "host port".
+func ParseReplicaOf(v string) (host string, port int, err error) {
+	f := strings.Fields(v)
+	if len(f) != 2 {
+		return "", 0, fmt.Errorf("--replicaof must be \"host port\", got %q", v)
+	}
+	p, err := strconv.Atoi(f[1])
+	if err != nil || p < 1 || p > 65535 {
+		return "", 0, fmt.Errorf("--replicaof: invalid port %q", f[1])
+	}
+	return f[0], p, nil
+}
+
+// ParseSize parses a size in Redis's syntax (its memtoull): digits, then
+// an optional unit, any case: k, m, g for 1000, 1000², 1000³ bytes; kb,
+// mb, gb for 1024, 1024², 1024³.
+func ParseSize(v string) (int64, error) {
+	s := strings.ToLower(v)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || (n > 0 && mult > (1<<63-1)/n) {
+		return 0, fmt.Errorf("invalid size %q", v)
+	}
+	return n * mult, nil
 }
 
 // ParseLogLevel parses a --log-level value: debug, info, warn, error, and
@@ -131,6 +181,10 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "masterauth", Get: str(func(c Config) string { return c.MasterAuth })},
 		{Name: "replicaof", Get: str(func(c Config) string { return c.ReplicaOf })},
+		{Name: "replica-priority", Get: str(func(c Config) string { return strconv.Itoa(c.ReplicaPriority) })},
+		{Name: "replica-announce-ip", Get: str(func(c Config) string { return c.ReplicaAnnounceIP })},
+		{Name: "replica-announce-port", Get: str(func(c Config) string { return strconv.Itoa(c.ReplicaAnnouncePort) })},
+		{Name: "repl-backlog-size", Get: str(func(c Config) string { return strconv.FormatInt(c.ReplBacklogSize, 10) })},
 		{Name: "maxclients", Get: func() string { return strconv.FormatInt(n.maxClients.Load(), 10) },
 			Set: func(v string) error {
 				k, err := strconv.ParseInt(v, 10, 64)

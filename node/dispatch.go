@@ -19,13 +19,16 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 	d := n.dispatch.cell(c.stripe)
 	d[nCommands].Add(1)
 	cmd, err := n.resolve(c, args)
+	dry := false // a replica's peek: answered, stored nowhere
 	if err == "" {
 		switch {
 		case c.InMulti() && cmd.Has(commands.FlagNoMulti):
 			err = commands.ErrNotInMulti
 		case cmd.Has(commands.FlagWrite): // refused at queue time too, as Redis does
 			if ro := n.readOnly.Load(); ro != nil {
-				err = *ro
+				if dry = cmd.Peek != nil && cmd.Peek(args); !dry {
+					err = *ro
+				}
 			}
 		}
 	}
@@ -50,7 +53,13 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 		// timing and the clock share one reading per command.
 		now = n.nowAt(c.mark)
 	}
-	n.run(c, cmd, args, w, now, n.engine.Store())
+	st := n.engine.Store()
+	if dry {
+		st = st.ReadOnly()
+	} else if cmd.Has(commands.FlagWrite) {
+		c.Wrote()
+	}
+	n.run(c, cmd, args, w, now, st)
 }
 
 // RunQueued runs EXEC's queue for s's client as one atomic step: every
@@ -63,8 +72,13 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 	n.engine.Atomic(func(st engine.Store) {
 		for _, args := range queue {
 			cmd, err := n.resolve(c, args)
+			cst := st
 			if err == "" && cmd.Has(commands.FlagWrite) {
-				if ro := n.readOnly.Load(); ro != nil {
+				if ro := n.readOnly.Load(); ro == nil {
+					c.Wrote()
+				} else if cmd.Peek != nil && cmd.Peek(args) {
+					cst = st.ReadOnly()
+				} else {
 					err = *ro
 				}
 			}
@@ -72,7 +86,7 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 				w.Error(string(err))
 				continue
 			}
-			n.run(c, cmd, args, w, now, st)
+			n.run(c, cmd, args, w, now, cst)
 		}
 	})
 	c.ctx = saved

@@ -14,6 +14,7 @@ import (
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/proc"
 	"github.com/rlserver/rlserver/persist"
+	"github.com/rlserver/rlserver/replication"
 )
 
 // infoSection is one INFO section: its name (lower case), its heading,
@@ -95,6 +96,10 @@ func (n *Node) infoServer(f *infoFields, now int64, _ engine.Store) {
 	offset := now - time.Now().UnixNano()
 	if o, ok := n.clock.(interface{ Offset() int64 }); ok {
 		offset = o.Offset() // against the wall clock the real clock follows
+	} else if o, ok := n.clock.(interface{ Offset() (int64, bool) }); ok {
+		if off, ok := o.Offset(); ok {
+			offset = off
+		}
 	}
 	f.line("clock_offset_ms", offset/1e6)
 	f.line("shards", n.engine.Shards())
@@ -171,6 +176,13 @@ func (n *Node) infoStats(f *infoFields, _ int64, _ engine.Store) {
 	f.line("total_net_input_bytes", d[nNetIn])
 	f.line("total_net_output_bytes", d[nNetOut])
 	f.line("rejected_connections", st.rejectedConns.Load())
+	var sync replication.Stats
+	if n.repl != nil {
+		sync = n.repl.Stats()
+	}
+	f.line("sync_full", sync.Full)
+	f.line("sync_partial_ok", sync.PartialOK)
+	f.line("sync_partial_err", sync.PartialErr)
 	f.line("expired_keys", st.expiredKeys.Load())
 	// What a request could have waited behind the expiry sweep.
 	f.line("expire_longest_hold_us", st.expireHold.Load()/1000)
@@ -178,10 +190,14 @@ func (n *Node) infoStats(f *infoFields, _ int64, _ engine.Store) {
 }
 
 func (n *Node) infoReplication(f *infoFields, _ int64, _ engine.Store) {
-	f.line("role", "master")
-	f.line("connected_slaves", 0)
-	f.line("master_replid", n.runID)
-	f.line("master_repl_offset", 0)
+	if n.repl == nil {
+		f.line("role", "master")
+		f.line("connected_slaves", 0)
+		return
+	}
+	for _, fl := range n.repl.Info(n.Config().ReplicaPriority) {
+		f.line(fl.Name, fl.Value)
+	}
 }
 
 func (n *Node) infoCPU(f *infoFields, _ int64, _ engine.Store) {

@@ -12,6 +12,7 @@ import (
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/persist"
+	"github.com/rlserver/rlserver/replication"
 )
 
 // Node is one rlserver without its sockets: the keyspace, the clock, the
@@ -52,6 +53,7 @@ type Node struct {
 
 	snap   *persist.Snapshotter // nil when the node runs in memory only
 	loaded LoadInfo
+	repl   *replication.Manager // nil: no replication (tests of the dispatcher)
 }
 
 // LoadInfo describes what was loaded at start (INFO persistence).
@@ -78,6 +80,8 @@ type Options struct {
 	Snapshotter *persist.Snapshotter
 	// Loaded describes the start-up load.
 	Loaded LoadInfo
+	// Replication is the node's replication; nil runs without.
+	Replication *replication.Manager
 }
 
 // New returns a node over e and clk with configuration cfg (which
@@ -99,7 +103,7 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 		perCmd:   make([]stripedCounts, len(table.All())),
 		shutdown: make(chan struct{}),
 		runID:    fmt.Sprintf("%040x", time.Now().UnixNano()),
-		snap:     o.Snapshotter, loaded: o.Loaded,
+		snap:     o.Snapshotter, loaded: o.Loaded, repl: o.Replication,
 	}
 	pass := cfg.RequirePass
 	n.requirePass.Store(&pass)
@@ -229,6 +233,9 @@ func (n *Node) ResetStats() {
 	n.stats.rejectedConns.Store(0)
 	n.stats.expireHold.Store(0)
 	n.dispatch.reset()
+	if n.repl != nil {
+		n.repl.ResetStats()
+	}
 }
 
 // Compile-time check: the handlers' view of the node.

@@ -367,6 +367,10 @@ func (l *loop) handle(lc *lconn, events uint32) {
 			return
 		}
 		srv.Exec(lc.c, args, lc.w)
+		if h := lc.c.TakeHandoff(); h != nil {
+			l.handoff(lc, h)
+			return
+		}
 		if len(lc.w.Bytes()) > lim.MaxOutput {
 			srv.Logger().Warn("client output limit reached, closing connection", "addr", lc.c.Addr, "bytes", len(lc.w.Bytes()), "limit", lim.MaxOutput)
 			lc.w.Reset()
@@ -455,6 +459,35 @@ func (l *loop) interest(lc *lconn, events uint32) {
 		l.s.node.Logger().Warn("event loop lost a connection", "addr", lc.c.Addr, "err", err)
 		l.close(lc)
 	}
+}
+
+// handoff passes the connection on (a replica's PSYNC): as a net.Conn of
+// its own, after the replies still pending, with the bytes read but not
+// parsed; the loop forgets it.
+func (l *loop) handoff(lc *lconn, h func(net.Conn, []byte)) {
+	out := append([]byte(nil), lc.w.Bytes()[lc.out:]...)
+	pending := lc.rd.Unparsed()
+	fd, err := syscall.Dup(lc.fd)
+	var nc net.Conn
+	if err == nil {
+		f := os.NewFile(uintptr(fd), "")
+		nc, err = net.FileConn(f) // a duplicate of its own, in Go's poller
+		f.Close()
+	}
+	l.close(lc)
+	if err != nil {
+		l.s.node.Logger().Warn("could not hand a connection over", "addr", lc.c.Addr, "err", err)
+		return
+	}
+	go func() {
+		if len(out) > 0 {
+			if _, err := nc.Write(out); err != nil {
+				nc.Close()
+				return
+			}
+		}
+		h(nc, pending)
+	}()
 }
 
 // closeAfterWrite closes the connection once its pending replies are

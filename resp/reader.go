@@ -64,6 +64,11 @@ func (r *Reader) TakeCount() int {
 	return n
 }
 
+// Unparsed returns a copy of the bytes read but not yet returned as
+// commands: what a connection handed over (a replica link) must read
+// first.
+func (r *Reader) Unparsed() []byte { return append([]byte(nil), r.buf[r.start:r.end]...) }
+
 // Buffered reports whether input is waiting to be parsed (so replies can
 // wait to be flushed with the next command's).
 func (r *Reader) Buffered() int { return r.end - r.start }

@@ -125,11 +125,18 @@ func (s *Server) Close(ctx context.Context) error {
 
 func (s *Server) serveConn(nc net.Conn) {
 	defer s.wg.Done()
+	var handoff func(net.Conn, []byte)
+	var pending []byte
 	defer func() {
-		nc.Close()
 		s.mu.Lock()
 		delete(s.conns, nc)
 		s.mu.Unlock()
+		if handoff == nil {
+			nc.Close()
+			return
+		}
+		nc.SetDeadline(time.Time{})
+		handoff(nc, pending)
 	}()
 	srv := s.node
 	c, err := srv.NewClient(nc.RemoteAddr().String(), nc.LocalAddr().String(), func() { nc.Close() })
@@ -138,7 +145,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	defer srv.RemoveClient(c)
-	Serve(srv, c, rawIO(nc), func() {
+	handoff, pending = Serve(srv, c, rawIO(nc), func() {
 		if t := srv.IdleTimeout(); t > 0 {
 			nc.SetReadDeadline(time.Now().Add(t))
 		}
@@ -148,8 +155,12 @@ func (s *Server) serveConn(nc net.Conn) {
 // Serve runs client c's command loop: read commands from rw, execute them,
 // write the replies, until the input ends, a protocol error or a limit
 // closes the connection, or a command (QUIT, CLIENT KILL) asks to close.
-// beforeRead, if not nil, runs before each blocking read.
-func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) {
+// beforeRead, if not nil, runs before each blocking read. If a command
+// hands the connection over (a replica's PSYNC, node.Client.TakeHandoff),
+// Serve writes the pending replies and returns the handoff with the bytes
+// read but not parsed: the caller passes the connection on instead of
+// closing it.
+func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) (handoff func(net.Conn, []byte), pending []byte) {
 	lim := srv.Limits()
 	rd := NewReader(rw, lim.MaxArgs, lim.MaxArgLen)
 	rd.BeforeRead = beforeRead
@@ -178,23 +189,29 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 				srv.Logger().Debug("connection read failed", "addr", c.Addr, "err", err)
 			}
 			flush()
-			return
+			return nil, nil
 		}
 		srv.Exec(c, args, w)
+		if h := c.TakeHandoff(); h != nil {
+			if !flush() {
+				return nil, nil
+			}
+			return h, rd.Unparsed()
+		}
 		if len(w.Bytes()) > lim.MaxOutput {
 			srv.Logger().Warn("client output limit reached, closing connection", "addr", c.Addr, "bytes", len(w.Bytes()), "limit", lim.MaxOutput)
 			w.Reset()
 			w.Error("ERR output buffer limit reached")
 			flush()
-			return
+			return nil, nil
 		}
 		if c.CloseAfterReply() {
 			flush()
-			return
+			return nil, nil
 		}
 		if rd.Buffered() == 0 || len(w.Bytes()) >= flushThreshold {
 			if !flush() {
-				return
+				return nil, nil
 			}
 		}
 	}

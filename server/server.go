@@ -13,9 +13,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/persist"
+	"github.com/rlserver/rlserver/replication"
 	"github.com/rlserver/rlserver/resp"
 )
 
@@ -45,10 +47,11 @@ type Options struct {
 
 // Server is a running rlserver.
 type Server struct {
-	Node   *node.Node
-	Engine *engine.Engine
-	Clock  clock.Clock
-	Addr   net.Addr
+	Node        *node.Node
+	Engine      *engine.Engine
+	Clock       *clock.Timeline
+	Replication *replication.Manager
+	Addr        net.Addr
 
 	// Loaded is what the start-up load found.
 	Loaded node.LoadInfo
@@ -98,7 +101,7 @@ func Start(opts Options) (*Server, error) {
 		store     *persist.Store
 		highWater int64
 		loaded    node.LoadInfo
-		clk       clock.Clock
+		clk       clock.Own
 	)
 	if cfg.SaveInterval > 0 {
 		popts := persist.Options{Dir: cfg.Dir, FS: opts.FS, Logger: log}
@@ -139,14 +142,34 @@ func Start(opts Options) (*Server, error) {
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
 		cfg.Port = tcp.Port
 	}
+	tl := clock.NewTimeline(clk, highWater)
 	var snap *persist.Snapshotter
 	if store != nil {
-		snap = persist.NewSnapshotter(e, store, clk, log)
+		snap = persist.NewSnapshotter(e, store, tl, log)
 	}
-	nd := node.New(cfg, e, clk, node.Options{Logger: log, LogLevel: opts.LogLevel, Snapshotter: snap, Loaded: loaded})
+	var nd *node.Node
+	repl := replication.New(replication.Options{
+		Engine: e, Clock: tl, Logger: log, BacklogSize: int(min(cfg.ReplBacklogSize, 1<<40)),
+		Port: cfg.Port, AnnounceIP: cfg.ReplicaAnnounceIP, AnnouncePort: cfg.ReplicaAnnouncePort,
+		MasterAuth: cfg.MasterAuth,
+		ReadOnly: func(ro bool) {
+			if ro {
+				nd.RefuseWrites(commands.ErrReadOnly)
+			} else {
+				nd.AcceptWrites()
+			}
+		},
+	})
+	nd = node.New(cfg, e, tl, node.Options{Logger: log, LogLevel: opts.LogLevel, Snapshotter: snap, Loaded: loaded, Replication: repl})
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{Node: nd, Engine: e, Clock: clk, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
+	s := &Server{Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
 		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
+	if cfg.ReplicaOf != "" {
+		host, port, _ := node.ParseReplicaOf(cfg.ReplicaOf) // Validate accepted it
+		repl.ReplicaOf(host, port)
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); repl.Run(ctx) }()
 	interval := opts.ExpiryInterval
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
@@ -173,7 +196,7 @@ func Start(opts Options) (*Server, error) {
 // most 1% when they differ; with start set, the "wall clock" it follows is
 // start plus monotonic time (how a test simulates a wall clock that is
 // behind or ahead).
-func newClock(mode string, start, highWater int64) clock.Clock {
+func newClock(mode string, start, highWater int64) clock.Own {
 	if mode == "manual" {
 		if start == 0 {
 			start = time.Now().UnixNano()

@@ -65,8 +65,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Dir, "dir", "./data", "data directory: Pebble snapshots of every limit and the clock mark")
 	fs.DurationVar(&cfg.SaveInterval, "save-interval", time.Second, "snapshot interval: changes since the last snapshot are written and synced; 0 = memory only")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
-	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password for the primary (replication: not available yet; setting it is an error)")
-	fs.StringVar(&cfg.ReplicaOf, "replicaof", "", `"host port" of a primary (replication: not available yet; setting it is an error)`)
+	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password this node gives its primary when it is a replica")
+	fs.StringVar(&cfg.ReplicaOf, "replicaof", "", `"host port" of a primary to follow as a replica (empty: start as a primary)`)
+	fs.IntVar(&cfg.ReplicaPriority, "replica-priority", 100, "INFO's slave_priority, for Redis Sentinel (lower is promoted first; 0 never)")
+	fs.StringVar(&cfg.ReplicaAnnounceIP, "replica-announce-ip", "", "address a replica tells its primary to list for it (empty: the connection's)")
+	fs.IntVar(&cfg.ReplicaAnnouncePort, "replica-announce-port", 0, "port a replica tells its primary to list for it (0: --port)")
+	backlog := fs.String("repl-backlog-size", "1mb", "replication backlog, in Redis's size syntax (1m = 10^6 bytes, 1mb = 2^20); at least 16kb")
 	fs.IntVar(&cfg.MaxClients, "maxclients", 10000, "most simultaneous client connections")
 	fs.IntVar(&cfg.Timeout, "timeout", 0, "close clients idle this many seconds (0: never)")
 	fs.IntVar(&cfg.Shards, "shards", defaultShards(), "keyspace shards, a power of two")
@@ -95,6 +99,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	size, err := node.ParseSize(*backlog)
+	if err != nil {
+		return fmt.Errorf("--repl-backlog-size: %w", err)
+	}
+	cfg.ReplBacklogSize = size
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -67,8 +67,9 @@ func TestLaterFeaturesFailLoudly(t *testing.T) {
 		err  string
 	}{
 		{[]string{"--save-interval", "-1s"}, "--save-interval must not be negative"},
-		{[]string{"--replicaof", "127.0.0.1 6380"}, "--replicaof: replication is not available yet"},
-		{[]string{"--masterauth", "x"}, "--masterauth: replication is not available yet"},
+		{[]string{"--replicaof", "127.0.0.1"}, `--replicaof must be "host port", got "127.0.0.1"`},
+		{[]string{"--replicaof", "127.0.0.1 0"}, `--replicaof: invalid port "0"`},
+		{[]string{"--repl-backlog-size", "1tb"}, `--repl-backlog-size: invalid size "1tb"`},
 		{[]string{"--metrics-addr", "127.0.0.1:9121"}, "--metrics-addr: metrics are not available yet"},
 		{[]string{"--shards", "3"}, "shards must be a power of two up to 68719476736, got 3"},
 		{[]string{"--clock", "sundial"}, `clock must be real or manual, got "sundial"`},

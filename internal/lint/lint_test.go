@@ -53,10 +53,11 @@ func TestDependenciesPointOneWay(t *testing.T) {
 }
 
 // TestImportRules: the layering the packages' doc.go files state. resp
-// reaches the keyspace only through node; only node and the wiring
-// (server, cmd/rlserver) import persist; commands never imports node (the
-// node implements commands.Node); node never imports the wire or the
-// wiring.
+// reaches the keyspace only through node; only node, replication (for the
+// record codec) and the wiring (server, cmd/rlserver) import persist;
+// commands never imports node (the node implements commands.Node); node
+// never imports the wire or the wiring; replication knows neither the
+// commands nor the node.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/rlserver/rlserver/"
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").Output()
@@ -69,12 +70,13 @@ func TestImportRules(t *testing.T) {
 		imports[strings.TrimPrefix(f[0], mod)] = f[1:]
 	}
 	forbidden := map[string][]string{
-		"resp":     {"engine", "persist"},
-		"commands": {"node", "persist", "resp", "server"},
-		"node":     {"resp", "server"},
-		"engine":   {"persist", "node", "commands"},
+		"resp":        {"engine", "persist"},
+		"commands":    {"node", "persist", "resp", "server"},
+		"node":        {"resp", "server"},
+		"engine":      {"persist", "node", "commands"},
+		"replication": {"node", "commands", "resp", "server"},
 	}
-	persistOK := map[string]bool{"node": true, "server": true, "cmd/rlserver": true, "persist": true}
+	persistOK := map[string]bool{"node": true, "server": true, "cmd/rlserver": true, "persist": true, "replication": true}
 	for pkg, imps := range imports {
 		for _, imp := range imps {
 			rel, ours := strings.CutPrefix(imp, mod)

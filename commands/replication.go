@@ -1,0 +1,125 @@
+package commands
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Replication's commands (docs/replication.md): REPLICAOF/SLAVEOF, ROLE,
+// WAIT, and the two a replica's handshake sends, REPLCONF and PSYNC.
+
+func cmdReplicaOf(x *Ctx) {
+	host, port := x.Args[1], x.Args[2]
+	if strings.EqualFold(string(host), "no") && strings.EqualFold(string(port), "one") {
+		if err := x.N.ReplicaOfNoOne(); err != nil {
+			x.Error(err)
+			return
+		}
+		x.OK()
+		return
+	}
+	p, ok := parseInt64(port)
+	if !ok || p < 0 || p > 65535 {
+		x.Error(ErrMasterPort)
+		return
+	}
+	already, err := x.N.ReplicaOf(string(host), int(p))
+	switch {
+	case err != nil:
+		x.Error(err)
+	case already:
+		x.W.Simple("OK Already connected to specified master")
+	default:
+		x.OK()
+	}
+}
+
+func cmdRole(x *Ctx) {
+	r := x.N.Role()
+	w := x.W
+	if r.Replica {
+		w.Array(5)
+		w.BulkString("slave")
+		w.BulkString(r.Host)
+		w.Int(int64(r.Port))
+		w.BulkString(r.State)
+		w.Int(r.Offset)
+		return
+	}
+	w.Array(3)
+	w.BulkString("master")
+	w.Int(r.Offset)
+	w.Array(len(r.Replicas))
+	for _, rep := range r.Replicas {
+		w.Array(3)
+		w.BulkString(rep.IP)
+		w.BulkString(strconv.Itoa(rep.Port))
+		w.BulkString(strconv.FormatInt(rep.Offset, 10))
+	}
+}
+
+func cmdWait(x *Ctx) {
+	n, ok := parseInt64(x.Args[1])
+	if !ok {
+		x.Error(ErrNotInteger)
+		return
+	}
+	ms, ok := parseInt64(x.Args[2])
+	switch {
+	case !ok:
+		x.Error(ErrTimeoutInt)
+		return
+	case ms < 0:
+		x.Error(ErrTimeoutNeg)
+		return
+	}
+	got, err := x.N.Wait(x.C, int(min(max(n, 0), 1<<30)), time.Duration(min(ms, int64(1<<62)/int64(time.Millisecond)))*time.Millisecond)
+	if err != nil {
+		x.Error(err)
+		return
+	}
+	x.W.Int(int64(got))
+}
+
+// cmdReplconf takes a replica's handshake options. ACK and GETACK on an
+// ordinary connection are ignored without a reply, as Redis does.
+func cmdReplconf(x *Ctx) {
+	args := x.Args[1:]
+	if len(args)%2 != 0 {
+		x.Error(ErrSyntax)
+		return
+	}
+	for i := 0; i < len(args); i += 2 {
+		switch strings.ToLower(string(args[i])) {
+		case "listening-port":
+			p, ok := parseInt64(args[i+1])
+			if !ok || p < 0 || p > 65535 {
+				x.Error(ErrNotInteger)
+				return
+			}
+			x.C.ReplPort = int(p)
+		case "ip-address":
+			x.C.ReplIP = string(args[i+1])
+		case "capa", "rdb-only", "rdb-filter-only":
+		case "ack", "getack":
+			return
+		default:
+			x.Error(ErrReplconfOption(args[i]))
+			return
+		}
+	}
+	x.OK()
+}
+
+// cmdPsync hands the connection to replication, which answers.
+func cmdPsync(x *Ctx) {
+	off, ok := parseInt64(x.Args[2])
+	if !ok {
+		x.Error(ErrNotInteger)
+		return
+	}
+	if err := x.N.Psync(x.C, string(x.Args[1]), off); err != nil {
+		x.Error(err)
+	}
+}

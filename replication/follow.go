@@ -1,0 +1,380 @@
+package replication
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// The replica's side: a link to the primary, kept up by one goroutine
+// that connects, shakes hands as Redis's replicas do, takes a full or a
+// partial sync, applies the stream and acknowledges it, and reconnects
+// when the link drops.
+
+// Link states as ROLE names them.
+const (
+	stateConnect    = "connect"
+	stateConnecting = "connecting"
+	stateHandshake  = "handshake"
+	stateSync       = "sync"
+	stateConnected  = "connected"
+)
+
+// Timing of the replica's side.
+const (
+	retryEvery  = 250 * time.Millisecond // between connection attempts
+	dialTimeout = 5 * time.Second
+	replTimeout = 60 * time.Second // a link silent this long is dropped (Redis's repl-timeout)
+	ackEvery    = time.Second
+)
+
+// upstream is a replica's link to its primary. Its fields after host and
+// port are guarded by m.mu.
+type upstream struct {
+	m      *Manager
+	host   string
+	port   int
+	cancel context.CancelFunc
+
+	state     string
+	conn      net.Conn
+	upSince   time.Time // when the link came up; zero while down
+	downSince time.Time // when it went down; zero if it never was up
+	lastIO    time.Time // the last data from the primary
+	syncRead  int64     // bytes of the full sync read so far
+}
+
+// startFollowing starts the link's goroutine. m.mu must be held.
+func (m *Manager) startFollowing(host string, port int) *upstream {
+	ctx, cancel := context.WithCancel(context.Background())
+	u := &upstream{m: m, host: host, port: port, cancel: cancel, state: stateConnect}
+	m.log.Info("following a primary", "host", host, "port", port)
+	go u.run(ctx)
+	return u
+}
+
+// stop ends the link for good. m.mu must be held.
+func (u *upstream) stop() {
+	u.cancel()
+	if u.conn != nil {
+		u.conn.Close()
+	}
+}
+
+// cut closes a live link, which the goroutine then re-establishes. m.mu
+// must be held.
+func (u *upstream) cut() int {
+	if u.conn == nil || u.state != stateConnected {
+		return 0
+	}
+	u.conn.Close()
+	return 1
+}
+
+// synced reports whether the link is up and past its sync. m.mu must be
+// held.
+func (u *upstream) synced() bool { return u.state == stateConnected }
+
+func (u *upstream) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := u.session(ctx)
+		u.m.mu.Lock()
+		if !u.upSince.IsZero() {
+			u.downSince = time.Now()
+		}
+		u.upSince = time.Time{}
+		u.conn = nil
+		u.state = stateConnect
+		u.m.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		u.m.log.Info("link to the primary down", "host", u.host, "port", u.port, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retryEvery):
+		}
+	}
+}
+
+// set changes the link's state unless it was stopped.
+func (u *upstream) set(ctx context.Context, state string) error {
+	u.m.mu.Lock()
+	defer u.m.mu.Unlock()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	u.state = state
+	return nil
+}
+
+// session is one connection: handshake, sync, stream, until it fails.
+func (u *upstream) session(ctx context.Context) error {
+	m := u.m
+	if err := u.set(ctx, stateConnecting); err != nil {
+		return err
+	}
+	d := net.Dialer{Timeout: dialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.host, strconv.Itoa(u.port)))
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if ctx.Err() != nil {
+		m.mu.Unlock()
+		conn.Close()
+		return ctx.Err()
+	}
+	u.conn, u.state = conn, stateHandshake
+	m.mu.Unlock()
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(replTimeout))
+	br := bufio.NewReaderSize(conn, 64<<10)
+	ask := func(args ...string) (string, error) {
+		if _, err := conn.Write(appendCommand(nil, args...)); err != nil {
+			return "", err
+		}
+		return readLine(br)
+	}
+	// The handshake, as Redis's replicas send it.
+	r, err := ask("PING")
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(r, "-") && !strings.HasPrefix(r, "-NOAUTH") && !strings.HasPrefix(r, "-NOPERM") && !strings.HasPrefix(r, "-ERR operation not permitted") {
+		return fmt.Errorf("PING: %s", r)
+	}
+	if m.o.MasterAuth != "" {
+		if r, err = ask("AUTH", m.o.MasterAuth); err != nil {
+			return err
+		}
+		if r != "+OK" {
+			return fmt.Errorf("AUTH: %s", r)
+		}
+	}
+	port, ip := m.announce()
+	if _, err = ask("REPLCONF", "listening-port", strconv.Itoa(port)); err != nil {
+		return err
+	}
+	if ip != "" {
+		if _, err = ask("REPLCONF", "ip-address", ip); err != nil {
+			return err
+		}
+	}
+	if _, err = ask("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	replid, off := "?", int64(-1)
+	if m.history {
+		replid, off = m.replid, m.offset+1
+	}
+	m.mu.Unlock()
+	if r, err = ask("PSYNC", replid, strconv.FormatInt(off, 10)); err != nil {
+		return err
+	}
+	switch f := strings.Fields(r); {
+	case len(f) == 3 && f[0] == "+FULLRESYNC":
+		start, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return fmt.Errorf("PSYNC: %s", r)
+		}
+		if err := u.set(ctx, stateSync); err != nil {
+			return err
+		}
+		if err := u.fullSync(ctx, br, f[1], start); err != nil {
+			return err
+		}
+	case len(f) >= 1 && f[0] == "+CONTINUE":
+		m.mu.Lock()
+		if len(f) == 2 && f[1] != m.replid { // the primary changed id (a failover): ours becomes replid2
+			m.replid2, m.second, m.replid = m.replid, m.offset+1, f[1]
+		}
+		m.ensureBacklogLocked()
+		m.mu.Unlock()
+		m.log.Info("partial resync", "host", u.host, "port", u.port, "offset", off)
+	default:
+		return fmt.Errorf("PSYNC: %s", r)
+	}
+	m.mu.Lock()
+	if ctx.Err() != nil {
+		m.mu.Unlock()
+		return ctx.Err()
+	}
+	u.state, u.upSince, u.lastIO = stateConnected, time.Now(), time.Now()
+	m.mu.Unlock()
+	return u.stream(ctx, conn, br)
+}
+
+// fullSync reads a full sync's frames and installs them: the keyspace is
+// flushed and refilled, the clock follows the primary's, and the stream
+// goes on from offset start with the primary's id.
+func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string, start int64) error {
+	m := u.m
+	keys := 0
+	for {
+		raw, f, err := readFrame(br)
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		u.syncRead += int64(len(raw))
+		m.mu.Unlock()
+		switch f.kind {
+		case frameSyncStart:
+			if !keysFresh(m.e) {
+				m.e.Store().Flush()
+			}
+			u.follow(f.now)
+		case frameRecords:
+			if err := f.records(func(r engine.Record) error {
+				m.e.Apply(r, f.now)
+				keys++
+				return nil
+			}); err != nil {
+				return err
+			}
+		case frameSyncEnd:
+			u.follow(f.now)
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			m.replid, m.replid2, m.second = replid, noReplID, -1
+			m.offset, m.history = start, true
+			m.bl = newBacklog(m.o.BacklogSize, start)
+			u.syncRead = 0
+			m.log.Info("full sync done", "host", u.host, "port", u.port, "keys", keys, "offset", start)
+			return nil
+		default:
+			return fmt.Errorf("%w: %q in a full sync", errFrame, f.kind)
+		}
+	}
+}
+
+// keysFresh reports whether the keyspace is empty (no flush needed).
+func keysFresh(e *engine.Engine) bool { return e.Store().Len() == 0 }
+
+// follow takes the primary's clock reading p: the first after being on its
+// own clock moves the node's time to the primary's, shards included.
+func (u *upstream) follow(p int64) {
+	m := u.m
+	if !m.clk.Following() {
+		m.clk.Follow(p)
+		m.e.ResetTime(m.clk.Now())
+		return
+	}
+	m.clk.Follow(p)
+}
+
+// stream applies the primary's stream, keeps it in the backlog and
+// acknowledges it: after each burst of input, and every ackEvery.
+func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) error {
+	m := u.m
+	var lastAck time.Time
+	acked := int64(-1)
+	ack := func() error {
+		m.mu.Lock()
+		off := m.offset
+		m.mu.Unlock()
+		if off == acked && time.Since(lastAck) < ackEvery {
+			return nil
+		}
+		acked, lastAck = off, time.Now()
+		_, err := conn.Write(appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(off, 10)))
+		return err
+	}
+	if err := ack(); err != nil {
+		return err
+	}
+	for {
+		conn.SetReadDeadline(time.Now().Add(min(replTimeout, ackEvery)))
+		raw, f, err := readFrame(br)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			m.mu.Lock()
+			silent := time.Since(u.lastIO)
+			m.mu.Unlock()
+			if silent > replTimeout {
+				return err
+			}
+			if err := ack(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		u.follow(f.now)
+		switch f.kind {
+		case frameHeartbeat:
+		case frameFlush:
+			m.e.Store().Flush()
+		case frameRecords:
+			if err := f.records(func(r engine.Record) error {
+				m.e.Apply(r, f.now)
+				return nil
+			}); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: %q in the stream", errFrame, f.kind)
+		}
+		m.mu.Lock()
+		if ctx.Err() != nil {
+			m.mu.Unlock()
+			return ctx.Err()
+		}
+		m.appendLocked(raw)
+		u.lastIO = time.Now()
+		m.mu.Unlock()
+		if br.Buffered() == 0 || time.Since(lastAck) >= ackEvery {
+			if err := ack(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// readFrame reads one whole frame: its bytes as sent, and decoded.
+func readFrame(br *bufio.Reader) ([]byte, frame, error) {
+	kind, err := br.ReadByte()
+	if err != nil {
+		return nil, frame{}, err
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, frame{}, err
+	}
+	if n > maxFrame {
+		return nil, frame{}, errFrame
+	}
+	raw := make([]byte, 0, 1+binary.MaxVarintLen64+int(n))
+	raw = append(raw, kind)
+	raw = binary.AppendUvarint(raw, n)
+	head := len(raw)
+	raw = raw[:head+int(n)]
+	if _, err := io.ReadFull(br, raw[head:]); err != nil {
+		return nil, frame{}, err
+	}
+	f, size, err := parseFrame(raw)
+	if err == nil && size != len(raw) {
+		err = errFrame
+	}
+	return raw, f, err
+}

@@ -1,0 +1,217 @@
+package replication
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// A link is a replica's connection to this node, after its PSYNC: this
+// node writes the stream to it and reads its REPLCONF ACKs.
+type link struct {
+	m    *Manager
+	conn net.Conn
+	ip   string // the replica's address as it announced it, or its socket's
+	port int    // the port it listens on (REPLCONF listening-port)
+	seq  uint64 // attach order (INFO lists slave0, slave1, ... in it)
+	// Guarded by m.mu:
+	pos    int64     // the next offset to send
+	ack    int64     // the offset it acknowledged
+	ackAt  time.Time // when it last did
+	online bool      // past its full sync
+	closed bool
+}
+
+// Replica describes a connected replica (INFO replication, ROLE).
+type Replica struct {
+	IP     string
+	Port   int
+	Online bool  // past its full sync ("online"; else "wait_bgsave")
+	Offset int64 // what it acknowledged
+	Lag    int64 // seconds since its last acknowledgement
+}
+
+// Sync is a replica's PSYNC as the handshake left it.
+type Sync struct {
+	ReplID string // "?" for none
+	Offset int64  // the first offset it lacks, -1 with ReplID "?"
+	Port   int    // REPLCONF listening-port, 0 if not sent
+	IP     string // REPLCONF ip-address, "" if not sent
+}
+
+// errNoMasterLink is Redis's answer to a PSYNC on a replica not in sync.
+var errNoMasterLink = errors.New("NOMASTERLINK Can't SYNC while not connected with my master")
+
+// Serve makes conn, whose PSYNC the dispatcher has read, a replica link:
+// it answers +FULLRESYNC (then the full sync) or +CONTINUE, and streams
+// until the link closes. pending holds the bytes already read from conn
+// after the PSYNC. It returns at once; the link has goroutines of its own.
+func (m *Manager) Serve(conn net.Conn, pending []byte, s Sync) {
+	l := &link{m: m, conn: conn, ip: s.IP, port: s.Port}
+	if l.ip == "" {
+		l.ip = hostOf(conn.RemoteAddr())
+	}
+	go l.run(s, pending)
+}
+
+// run is the link's writer: the sync, then the stream.
+func (l *link) run(s Sync, pending []byte) {
+	m := l.m
+	defer l.close()
+	head, snap, err := m.attach(l, s)
+	if err != nil {
+		fmt.Fprintf(l.conn, "-%s\r\n", err)
+		return
+	}
+	go l.readAcks(pending)
+	if _, err := l.conn.Write(append([]byte(head), snap...)); err != nil {
+		return
+	}
+	m.mu.Lock()
+	l.online = true
+	l.ackAt = time.Now()
+	m.mu.Unlock()
+	buf := make([]byte, 64<<10)
+	for {
+		m.mu.Lock()
+		for !l.closed && l.pos > m.bl.end {
+			m.cond.Wait()
+		}
+		if l.closed {
+			m.mu.Unlock()
+			return
+		}
+		if !m.bl.covers(l.pos) { // overrun: it must resync
+			m.log.Warn("replica fell behind the backlog, dropping its link", "addr", l.conn.RemoteAddr(), "offset", l.pos, "backlog_first", m.bl.first)
+			m.mu.Unlock()
+			return
+		}
+		n := m.bl.read(buf, l.pos)
+		l.pos += int64(n)
+		m.mu.Unlock()
+		if _, err := l.conn.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// attach decides the replica's sync and registers the link: the reply
+// line, and for a full sync the snapshot frames. The snapshot is taken
+// under m.mu, so the pump waits: every record streamed after the offset
+// it names was read from the engine after the snapshot.
+func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.up != nil && !m.up.synced() {
+		return "", nil, errNoMasterLink
+	}
+	partial := m.bl != nil && s.ReplID != "?" &&
+		(s.ReplID == m.replid || (s.ReplID == m.replid2 && s.Offset <= m.second)) &&
+		m.bl.covers(s.Offset)
+	if partial {
+		m.syncPartialOK.Add(1)
+		m.seq++
+		l.seq, l.pos = m.seq, s.Offset
+		m.links[l] = struct{}{}
+		m.log.Info("replica continues", "addr", l.conn.RemoteAddr(), "offset", s.Offset)
+		return "+CONTINUE " + m.replid + "\r\n", nil, nil
+	}
+	if s.ReplID != "?" {
+		m.syncPartialErr.Add(1)
+	}
+	m.syncFull.Add(1)
+	if m.up == nil {
+		m.pumpLocked() // the changes so far go to the stream of the replicas already linked
+	}
+	m.ensureBacklogLocked()
+	var fw frameWriter
+	fw.start = -1
+	now := m.clk.Now()
+	fw.frame(frameSyncStart, now)
+	keys := 0
+	m.e.Dump(now, func(r engine.Record) {
+		fw.record(r, now)
+		keys++
+	})
+	fw.close()
+	fw.frame(frameSyncEnd, now)
+	l.pos = m.offset + 1
+	m.seq++
+	l.seq = m.seq
+	m.links[l] = struct{}{}
+	m.log.Info("replica full sync", "addr", l.conn.RemoteAddr(), "keys", keys, "bytes", len(fw.buf), "offset", m.offset)
+	return "+FULLRESYNC " + m.replid + " " + strconv.FormatInt(m.offset, 10) + "\r\n", fw.buf, nil
+}
+
+// readAcks reads the replica's REPLCONF ACKs until the link closes.
+func (l *link) readAcks(pending []byte) {
+	defer l.close()
+	br := bufio.NewReader(&prefixed{pending: pending, conn: l.conn})
+	for {
+		args, err := readCommand(br)
+		if err != nil {
+			return
+		}
+		if len(args) == 3 && strings.EqualFold(args[0], "replconf") && strings.EqualFold(args[1], "ack") {
+			off, err := strconv.ParseInt(args[2], 10, 64)
+			if err != nil {
+				continue
+			}
+			l.m.mu.Lock()
+			l.ack = max(l.ack, off)
+			l.ackAt = time.Now()
+			l.m.cond.Broadcast()
+			l.m.mu.Unlock()
+		}
+	}
+}
+
+// close closes the link and forgets it.
+func (l *link) close() {
+	l.m.mu.Lock()
+	l.closeLocked()
+	l.m.mu.Unlock()
+}
+
+func (l *link) closeLocked() {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	l.conn.Close()
+	delete(l.m.links, l)
+	l.m.cond.Broadcast()
+}
+
+// Replicas lists the replicas linked to this node, in attach order.
+func (m *Manager) Replicas() []Replica {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var rs []Replica
+	for _, l := range m.sortedLinksLocked() {
+		rs = append(rs, Replica{IP: l.ip, Port: l.port, Online: l.online, Offset: l.ack,
+			Lag: int64(time.Since(l.ackAt) / time.Second)})
+	}
+	return rs
+}
+
+// prefixed reads pending first, then conn.
+type prefixed struct {
+	pending []byte
+	conn    net.Conn
+}
+
+func (p *prefixed) Read(b []byte) (int, error) {
+	if len(p.pending) > 0 {
+		n := copy(b, p.pending)
+		p.pending = p.pending[n:]
+		return n, nil
+	}
+	return p.conn.Read(b)
+}

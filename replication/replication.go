@@ -1,0 +1,342 @@
+package replication
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Options configure a Manager.
+type Options struct {
+	Engine *engine.Engine
+	Clock  *clock.Timeline
+	Logger *slog.Logger
+	// BacklogSize is the backlog's capacity in bytes (--repl-backlog-size);
+	// under MinBacklog it is raised to MinBacklog.
+	BacklogSize int
+	// Port is the port this node listens on, which it tells a primary
+	// (REPLCONF listening-port) unless AnnouncePort is set; AnnounceIP,
+	// if set, is the address it tells (REPLCONF ip-address).
+	Port         int
+	AnnounceIP   string
+	AnnouncePort int
+	// MasterAuth is the password a replica gives its primary (AUTH).
+	MasterAuth string
+	// ReadOnly is called with true when the node becomes a replica and
+	// with false when it is promoted: the node refuses writes meanwhile.
+	ReadOnly func(bool)
+}
+
+// DefaultBacklog and MinBacklog are Redis's repl-backlog-size default and
+// floor, in bytes.
+const (
+	DefaultBacklog = 1 << 20
+	MinBacklog     = 16 << 10
+)
+
+// pumpEvery is how often the primary reads the engine's changes into
+// the stream, and heartbeatEvery how long an idle stream waits before a
+// heartbeat carries the clock (at most 100 ms, docs/replication.md).
+const (
+	pumpEvery      = time.Millisecond
+	heartbeatEvery = 50 * time.Millisecond
+)
+
+// noReplID is Redis's replication id of nothing (master_replid2 unset).
+const noReplID = "0000000000000000000000000000000000000000"
+
+// Manager owns a node's replication: as a primary, the stream of its
+// engine's changes, the backlog and the links to its replicas; as a
+// replica, the link to its primary (follow.go). It reads the engine's
+// effects through a Feed of its own. Safe for concurrent use.
+type Manager struct {
+	o    Options
+	e    *engine.Engine
+	clk  *clock.Timeline
+	log  *slog.Logger
+	feed *engine.Feed
+
+	mu   sync.Mutex
+	cond *sync.Cond // signalled when the stream grows, an ack arrives or a link closes
+	// replid is this node's replication id; replid2 and second the
+	// previous one and the first offset it does not cover (Redis 4+'s
+	// PSYNC after a failover). offset is master_repl_offset.
+	replid, replid2 string
+	second          int64
+	offset          int64
+	// history: the node has a stream behind offset (it served replicas or
+	// followed a primary), so it can ask for a partial resync with it.
+	history bool
+	bl      *backlog // nil until a replica attaches or the node follows
+	fw      frameWriter
+	last    time.Time // when the last frame was written
+	links   map[*link]struct{}
+	seq     uint64    // links attached so far
+	up      *upstream // non-nil while a replica
+
+	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+}
+
+// New returns a Manager for a primary; call Run to start it.
+func New(o Options) *Manager {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.BacklogSize <= 0 {
+		o.BacklogSize = DefaultBacklog
+	}
+	o.BacklogSize = max(o.BacklogSize, MinBacklog)
+	if o.ReadOnly == nil {
+		o.ReadOnly = func(bool) {}
+	}
+	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger, feed: o.Engine.NewFeed(),
+		replid: newReplID(), replid2: noReplID, second: -1, links: map[*link]struct{}{}}
+	m.cond = sync.NewCond(&m.mu)
+	m.fw.start = -1
+	return m
+}
+
+// newReplID returns 40 random hex digits.
+func newReplID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run pumps the engine's changes into the stream until ctx ends, then
+// closes every link.
+func (m *Manager) Run(ctx context.Context) {
+	t := time.NewTicker(pumpEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.mu.Lock()
+			if m.up != nil {
+				m.up.stop()
+				m.up = nil
+			}
+			m.dropLinksLocked()
+			m.mu.Unlock()
+			return
+		case <-t.C:
+			m.mu.Lock()
+			m.pumpLocked()
+			m.mu.Unlock()
+		}
+	}
+}
+
+// pumpLocked moves the engine's changes since the last pump into the
+// stream: a flush if the keyspace was flushed, then the records, all
+// tagged with the clock read after the changes were taken; a heartbeat
+// when nothing changed for heartbeatEvery. A replica drops them: its
+// stream is its primary's. m.mu must be held.
+func (m *Manager) pumpLocked() {
+	var recs []engine.Record
+	flushed := m.feed.Next(func(r engine.Record) { recs = append(recs, r) })
+	if m.up != nil || m.bl == nil {
+		return
+	}
+	if len(recs) == 0 && !flushed && time.Since(m.last) < heartbeatEvery {
+		return
+	}
+	now := m.clk.Now()
+	m.fw.buf, m.fw.start = m.fw.buf[:0], -1
+	if flushed {
+		m.fw.frame(frameFlush, now)
+	}
+	for _, r := range recs {
+		m.fw.record(r, now)
+	}
+	m.fw.close()
+	if len(m.fw.buf) == 0 {
+		m.fw.frame(frameHeartbeat, now)
+	}
+	m.appendLocked(m.fw.buf)
+	if cap(m.fw.buf) > 1<<20 {
+		m.fw.buf = nil
+	}
+}
+
+// appendLocked adds stream bytes to the backlog and wakes the links.
+func (m *Manager) appendLocked(p []byte) {
+	m.bl.write(p)
+	m.offset = m.bl.end
+	m.history = true
+	m.last = time.Now()
+	m.cond.Broadcast()
+}
+
+// ensureBacklogLocked makes the backlog, starting at the current offset,
+// if there is none.
+func (m *Manager) ensureBacklogLocked() {
+	if m.bl == nil {
+		m.bl = newBacklog(m.o.BacklogSize, m.offset)
+	}
+}
+
+// IsReplica reports whether the node follows a primary.
+func (m *Manager) IsReplica() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.up != nil
+}
+
+// ReplicaOf makes the node follow the primary at host:port (REPLICAOF
+// host port). already reports that it follows that primary already, and
+// changes nothing then. A primary that becomes a replica first writes
+// what it decided into its own stream, so that its offset tells the new
+// primary whether its history is a prefix of the new primary's; it
+// disconnects its replicas.
+func (m *Manager) ReplicaOf(host string, port int) (already bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.up != nil && m.up.host == host && m.up.port == port {
+		return true
+	}
+	if m.up != nil {
+		m.up.stop()
+	} else {
+		m.pumpLocked()
+		m.dropLinksLocked()
+		m.o.ReadOnly(true)
+	}
+	m.up = m.startFollowing(host, port)
+	return false
+}
+
+// NoOne promotes the node (REPLICAOF NO ONE): it stops following, starts
+// a new replication id, keeping the old one as replid2 up to this offset
+// (so the other replicas of its former primary continue partially), and
+// its clock continues from its primary's timeline. On a primary it
+// changes nothing.
+func (m *Manager) NoOne() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.up == nil {
+		return
+	}
+	m.up.stop()
+	m.up = nil
+	m.shiftIDLocked()
+	m.ensureBacklogLocked()
+	now := m.clk.Promote()
+	m.e.ResetTime(now)
+	m.o.ReadOnly(false)
+	m.log.Info("promoted to primary", "replid", m.replid, "replid2", m.replid2, "offset", m.offset, "clock", now)
+}
+
+// shiftIDLocked starts a new replication id, the old one becoming
+// replid2, valid up to the current offset.
+func (m *Manager) shiftIDLocked() {
+	m.replid2, m.second = m.replid, m.offset+1
+	m.replid = newReplID()
+}
+
+// dropLinksLocked closes every replica link.
+func (m *Manager) dropLinksLocked() {
+	for l := range m.links {
+		l.closeLocked()
+	}
+}
+
+// KillReplicas closes the links of the replicas of this node (CLIENT
+// KILL TYPE replica) and returns how many.
+func (m *Manager) KillReplicas() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.links)
+	m.dropLinksLocked()
+	return n
+}
+
+// KillPrimary closes the link to the primary (CLIENT KILL TYPE master); the
+// replica reconnects and resyncs, partially when it can. It returns 1 if
+// there was a live link, else 0.
+func (m *Manager) KillPrimary() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.up == nil {
+		return 0
+	}
+	return m.up.cut()
+}
+
+// Wait blocks until n replicas have acknowledged the stream up to what
+// the engine holds now, or timeout (0: no limit) passes, and returns how
+// many have (WAIT). wrote is false when the caller made no write: then it
+// returns the replicas connected, at once.
+func (m *Manager) Wait(n int, timeout time.Duration, wrote bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !wrote || len(m.links) == 0 {
+		return m.onlineLocked()
+	}
+	m.pumpLocked()
+	target := m.offset
+	acked := func() int {
+		k := 0
+		for l := range m.links {
+			if l.ack >= target {
+				k++
+			}
+		}
+		return k
+	}
+	expired := false
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() {
+			m.mu.Lock()
+			expired = true
+			m.cond.Broadcast()
+			m.mu.Unlock()
+		})
+		defer t.Stop()
+	}
+	for {
+		k := acked()
+		if k >= n || expired {
+			return k
+		}
+		m.cond.Wait()
+	}
+}
+
+// onlineLocked counts the replicas whose link is past its full sync.
+func (m *Manager) onlineLocked() int {
+	k := 0
+	for l := range m.links {
+		if l.online {
+			k++
+		}
+	}
+	return k
+}
+
+// announce is what a replica tells its primary: its port and address.
+func (m *Manager) announce() (port int, ip string) {
+	port = m.o.Port
+	if m.o.AnnouncePort != 0 {
+		port = m.o.AnnouncePort
+	}
+	return port, m.o.AnnounceIP
+}
+
+// hostOf is the address part of a connection's remote address.
+func hostOf(a net.Addr) string {
+	h, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return strings.TrimPrefix(h, "::ffff:")
+}

@@ -1,0 +1,168 @@
+package replication
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persist"
+)
+
+// The stream a primary sends its replicas, and every node keeps in its
+// backlog, is a sequence of frames (docs/replication.md, "The stream"):
+//
+//	kind u8 | body length uvarint | body
+//
+// Every body starts with the sender's clock reading (varint, Unix ns), so
+// a replica always knows the primary's time. The kinds:
+//
+//	'h' heartbeat:  clock
+//	'r' records:    clock | (key length uvarint | key | record length uvarint | record)...
+//	'f' flush:      clock (FLUSHALL: drop every key, then go on)
+//	's' sync start: clock (a full sync's records follow, then 'e')
+//	'e' sync end:   clock
+//
+// A record is persistence's codec (persist.AppendRecord): a key's whole
+// state, or its deletion, never a command. Applying one twice is harmless.
+// Offsets count the bytes of the stream; a full sync's frames ('s', the
+// records between, 'e') travel outside it and count nothing.
+const (
+	frameHeartbeat = 'h'
+	frameRecords   = 'r'
+	frameFlush     = 'f'
+	frameSyncStart = 's'
+	frameSyncEnd   = 'e'
+)
+
+// maxFrame bounds a frame's body, so a corrupt length cannot make a
+// replica allocate without bound. A records frame is cut well below it.
+const maxFrame = 64 << 20
+
+// recordsFrameCut is the body size at which a records frame is closed
+// and the next begun.
+const recordsFrameCut = 64 << 10
+
+// errFrame: a frame that does not decode (the link is dropped).
+var errFrame = errors.New("replication: malformed frame")
+
+// frameWriter builds frames in a buffer.
+type frameWriter struct {
+	buf   []byte
+	start int // where the open frame's kind byte is, -1 if none
+}
+
+// open begins a frame of kind with clock now. Bodies are built after a
+// 5-byte gap for the length, closed by close.
+func (f *frameWriter) open(kind byte, now int64) {
+	f.start = len(f.buf)
+	f.buf = append(f.buf, kind, 0, 0, 0, 0, 0)
+	f.buf = binary.AppendVarint(f.buf, now)
+}
+
+// close writes the open frame's length, moving its body up to the
+// length's real size.
+func (f *frameWriter) close() {
+	if f.start < 0 {
+		return
+	}
+	bodyAt := f.start + 6
+	n := len(f.buf) - bodyAt
+	var l [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(l[:], uint64(n))
+	copy(f.buf[f.start+1:], l[:k])
+	copy(f.buf[f.start+1+k:], f.buf[bodyAt:])
+	f.buf = f.buf[:f.start+1+k+n]
+	f.start = -1
+}
+
+// frame appends a frame of kind with clock now and no more body.
+func (f *frameWriter) frame(kind byte, now int64) {
+	f.open(kind, now)
+	f.close()
+}
+
+// record adds r to the open records frame, opening a new one (at now)
+// when the open one is full or none is open.
+func (f *frameWriter) record(r engine.Record, now int64) {
+	if f.start < 0 || len(f.buf)-f.start > recordsFrameCut {
+		f.close()
+		f.open(frameRecords, now)
+	}
+	f.buf = binary.AppendUvarint(f.buf, uint64(len(r.Key)))
+	f.buf = append(f.buf, r.Key...)
+	at := len(f.buf)
+	f.buf = append(f.buf, 0) // the record's length, a byte if it fits
+	f.buf = persist.AppendRecord(f.buf, r)
+	if n := len(f.buf) - at - 1; n < 0x80 {
+		f.buf[at] = byte(n)
+	} else {
+		rec := append([]byte(nil), f.buf[at+1:]...)
+		f.buf = binary.AppendUvarint(f.buf[:at], uint64(n))
+		f.buf = append(f.buf, rec...)
+	}
+}
+
+// frame is one decoded frame: its kind, the sender's clock, and, for a
+// records frame, the encoded records.
+type frame struct {
+	kind byte
+	now  int64
+	body []byte // after the clock
+}
+
+// parseFrame decodes the frame at the start of b. It returns the frame and
+// its size, or size 0 if b does not hold a whole frame yet.
+func parseFrame(b []byte) (frame, int, error) {
+	if len(b) < 2 {
+		return frame{}, 0, nil
+	}
+	n, k := binary.Uvarint(b[1:])
+	switch {
+	case k == 0:
+		return frame{}, 0, nil
+	case k < 0 || n > maxFrame:
+		return frame{}, 0, errFrame
+	}
+	end := 1 + k + int(n)
+	if len(b) < end {
+		return frame{}, 0, nil
+	}
+	body := b[1+k : end]
+	now, j := binary.Varint(body)
+	if j <= 0 {
+		return frame{}, 0, errFrame
+	}
+	switch b[0] {
+	case frameHeartbeat, frameRecords, frameFlush, frameSyncStart, frameSyncEnd:
+	default:
+		return frame{}, 0, fmt.Errorf("%w: kind %q", errFrame, b[0])
+	}
+	return frame{kind: b[0], now: now, body: body[j:]}, end, nil
+}
+
+// records decodes a records frame's body, passing each record to fn.
+func (f frame) records(fn func(engine.Record) error) error {
+	b := f.body
+	for len(b) > 0 {
+		kl, k := binary.Uvarint(b)
+		if k <= 0 || kl > uint64(len(b)-k) {
+			return errFrame
+		}
+		key := string(b[k : k+int(kl)])
+		b = b[k+int(kl):]
+		rl, k := binary.Uvarint(b)
+		if k <= 0 || rl > uint64(len(b)-k) {
+			return errFrame
+		}
+		r, err := persist.DecodeRecord(key, b[k:k+int(rl)])
+		if err != nil {
+			return fmt.Errorf("replication: record of %q: %w", key, err)
+		}
+		b = b[k+int(rl):]
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
