@@ -58,7 +58,7 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 		return r, fmt.Errorf("%w %d", ErrVersion, body[0])
 	}
 	r.Kind = engine.Kind(body[1])
-	if !r.Kind.Known() {
+	if r.Kind != engine.KindNone && !r.Kind.Known() { // KindNone: a deletion (replication's stream)
 		return r, fmt.Errorf("%w: kind %d", ErrCorrupt, body[1])
 	}
 	p := body[2:]

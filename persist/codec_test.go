@@ -15,6 +15,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Key: "log", Kind: engine.KindLog, Deadline: 5, A: 12, Log: []int64{1, 2, -(3 + 1), 10}},
 		{Key: "b", Kind: engine.KindBucket, Deadline: 9, A: 1 << 40, B: -1, C: 100},
 		{Key: "s\x00\xff", Kind: engine.KindSlide, Deadline: 7, A: 3, B: 4, C: 5},
+		{Key: "gone", Kind: engine.KindNone}, // a deletion, as the replication stream carries it
 	} {
 		enc := AppendRecord(nil, r)
 		got, err := DecodeRecord(r.Key, enc)

@@ -31,7 +31,10 @@ type Snapshotter struct {
 	pending map[string]engine.Record // changes a failed snapshot did not write
 	cur     []engine.Record          // this snapshot's changes (reused)
 	flush   bool                     // a FLUSHALL not yet written
-	broken  bool                     // the last commit failed: reopen the store first
+	// position, if set, reports the replication position to store with
+	// each snapshot (SetPosition).
+	position func() (Position, bool)
+	broken   bool // the last commit failed: reopen the store first
 
 	inProgress atomic.Bool
 	bgRunning  atomic.Bool  // a BGSAVE goroutine exists
@@ -54,6 +57,16 @@ func NewSnapshotter(e *engine.Engine, st *Store, clk clock.Clock, log *slog.Logg
 	s.lastStatus.Store(true)
 	s.lastOK.Store(clk.Now() / 1e9)
 	return s
+}
+
+// SetPosition makes every snapshot store the replication position fn
+// reports. fn is called before the snapshot reads the engine's changes,
+// so every record at or before the position is in the snapshot; ok false
+// stores none. Call it before Run.
+func (s *Snapshotter) SetPosition(fn func() (Position, bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.position = fn
 }
 
 // Save writes every change since the last snapshot, with the clock's
@@ -89,6 +102,11 @@ func (s *Snapshotter) saveLocked() (err error) {
 	// Collect this round's changes in order (a key deleted then written
 	// again appears twice, deletion first). Records that failed to be
 	// written before are in s.pending and go first, superseded by these.
+	var pos Position
+	posOK := false
+	if s.position != nil {
+		pos, posOK = s.position()
+	}
 	s.cur = s.cur[:0]
 	if s.feed.Next(func(r engine.Record) { s.cur = append(s.cur, r) }) {
 		// A FLUSHALL since the last call: what is still pending from
@@ -129,6 +147,12 @@ func (s *Snapshotter) saveLocked() (err error) {
 		return err
 	}
 	n := b.Len()
+	if s.position != nil {
+		if err := b.SetPosition(pos, posOK); err != nil {
+			b.Close()
+			return err
+		}
+	}
 	hw := s.clk.Now()
 	if err := s.store.Commit(b, hw, s.e.Store().Len()); err != nil {
 		s.broken = true

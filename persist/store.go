@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -21,6 +22,7 @@ var (
 	metaFormat = []byte("\x00format")
 	metaClock  = []byte("\x00clock")
 	metaKeys   = []byte("\x00keys")
+	metaRepl   = []byte("\x00repl")
 	keyPrefix  = byte('k')
 	keysEnd    = []byte{'k' + 1}
 )
@@ -154,6 +156,34 @@ func (s *Store) HighWater() (int64, error) {
 	return n, nil
 }
 
+// Position is where a replica's records stand in its primary's stream:
+// the primary's replication id and the offset every stored record is
+// at or before (docs/replication.md, "Restarting a replica").
+type Position struct {
+	ReplID string
+	Offset int64
+}
+
+// Position returns the replication position stored with the last
+// snapshot; ok is false when none is (a primary's store, or a replica's
+// taken during a full sync).
+func (s *Store) Position() (p Position, ok bool, err error) {
+	v, closer, err := s.db.Get(metaRepl)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Position{}, false, nil
+	}
+	if err != nil {
+		return Position{}, false, fmt.Errorf("persist: %s: read replication position: %w", s.path, err)
+	}
+	defer closer.Close()
+	id, off, found := strings.Cut(string(v), " ")
+	n, perr := strconv.ParseInt(off, 10, 64)
+	if !found || perr != nil || len(id) != 40 || n < 0 {
+		return Position{}, false, fmt.Errorf("%s: replication position %q: %w", s.path, v, ErrCorrupt)
+	}
+	return Position{ReplID: id, Offset: n}, true, nil
+}
+
 // Load decodes every record and passes it to fn, in key order. A record
 // that fails its checksum or has an unknown version stops the load with
 // an error naming the path and the key.
@@ -257,6 +287,15 @@ func (b *Batch) Len() int { return int(b.b.Count()) }
 
 // Close discards an uncommitted batch.
 func (b *Batch) Close() { b.b.Close() }
+
+// SetPosition stores the replication position with the batch, or, if
+// ok is false, removes the stored one.
+func (b *Batch) SetPosition(p Position, ok bool) error {
+	if !ok {
+		return b.b.Delete(metaRepl, nil)
+	}
+	return b.b.Set(metaRepl, []byte(p.ReplID+" "+strconv.FormatInt(p.Offset, 10)), nil)
+}
 
 // Commit writes the batch with the clock mark and the number of keys
 // held (for load progress), and syncs it.

@@ -67,3 +67,15 @@ func (b *backlog) read(dst []byte, from int64) int {
 	}
 	return n
 }
+
+// truncate drops the bytes after offset end, so the next write follows
+// it. end must be at least first-1 and base.
+func (b *backlog) truncate(end int64) {
+	if end >= b.end {
+		return
+	}
+	b.end = end
+	if len(b.buf) < cap(b.buf) { // still filling: the next byte goes at len
+		b.buf = b.buf[:end-b.base]
+	}
+}

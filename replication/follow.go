@@ -232,6 +232,12 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		m.mu.Unlock()
 		switch f.kind {
 		case frameSyncStart:
+			// The keyspace stops being the old history: a sync that
+			// fails from here is followed by a PSYNC ? -1, and a
+			// snapshot stores no position.
+			m.mu.Lock()
+			m.history = false
+			m.mu.Unlock()
 			if !keysFresh(m.e) {
 				m.e.Store().Flush()
 			}
@@ -252,7 +258,7 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 				return ctx.Err()
 			}
 			m.replid, m.replid2, m.second = replid, noReplID, -1
-			m.offset, m.history = start, true
+			m.offset, m.history, m.lastState = start, true, start
 			m.bl = newBacklog(m.o.BacklogSize, start)
 			u.syncRead = 0
 			m.log.Info("full sync done", "host", u.host, "port", u.port, "keys", keys, "offset", start)
@@ -338,6 +344,9 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 			return ctx.Err()
 		}
 		m.appendLocked(raw)
+		if f.kind != frameHeartbeat {
+			m.lastState = m.offset
+		}
 		u.lastIO = time.Now()
 		m.mu.Unlock()
 		if br.Buffered() == 0 || time.Since(lastAck) >= ackEvery {

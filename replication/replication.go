@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persist"
 )
 
 // Options configure a Manager.
@@ -31,6 +32,9 @@ type Options struct {
 	AnnouncePort int
 	// MasterAuth is the password a replica gives its primary (AUTH).
 	MasterAuth string
+	// Resume, if set, is the position a replica's store was left at: the
+	// node asks its primary to continue from there (persist.Position).
+	Resume *persist.Position
 	// ReadOnly is called with true when the node becomes a replica and
 	// with false when it is promoted: the node refuses writes meanwhile.
 	ReadOnly func(bool)
@@ -76,6 +80,10 @@ type Manager struct {
 	// history: the node has a stream behind offset (it served replicas or
 	// followed a primary), so it can ask for a partial resync with it.
 	history bool
+	// lastState is the offset at the end of the last frame that changed
+	// state (records, flush, the end of a full sync): what follows it
+	// is heartbeats only.
+	lastState int64
 	bl      *backlog // nil until a replica attaches or the node follows
 	fw      frameWriter
 	last    time.Time // when the last frame was written
@@ -102,7 +110,24 @@ func New(o Options) *Manager {
 		replid: newReplID(), replid2: noReplID, second: -1, links: map[*link]struct{}{}}
 	m.cond = sync.NewCond(&m.mu)
 	m.fw.start = -1
+	if r := o.Resume; r != nil {
+		m.replid, m.offset, m.history, m.lastState = r.ReplID, r.Offset, true, r.Offset
+	}
 	return m
+}
+
+// Position is what a replica's snapshot stores with its records: its
+// primary's replication id and the offset applied so far. Every record
+// at or before it has been applied to the engine when Position returns.
+// ok is false on a primary and during a full sync (history is false
+// from its first frame to its last).
+func (m *Manager) Position() (p persist.Position, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.up == nil || !m.history {
+		return persist.Position{}, false
+	}
+	return persist.Position{ReplID: m.replid, Offset: m.offset}, true
 }
 
 // newReplID returns 40 random hex digits.
@@ -147,8 +172,8 @@ func (m *Manager) pumpLocked() {
 	if m.up != nil || m.bl == nil {
 		return
 	}
-	if len(recs) == 0 && !flushed && time.Since(m.last) < heartbeatEvery {
-		return
+	if len(recs) == 0 && !flushed && (len(m.links) == 0 || time.Since(m.last) < heartbeatEvery) {
+		return // heartbeats are for replicas: without any the stream stays put
 	}
 	now := m.clk.Now()
 	m.fw.buf, m.fw.start = m.fw.buf[:0], -1
@@ -163,6 +188,9 @@ func (m *Manager) pumpLocked() {
 		m.fw.frame(frameHeartbeat, now)
 	}
 	m.appendLocked(m.fw.buf)
+	if len(recs) > 0 || flushed {
+		m.lastState = m.offset
+	}
 	if cap(m.fw.buf) > 1<<20 {
 		m.fw.buf = nil
 	}
@@ -210,6 +238,13 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 		m.pumpLocked()
 		m.dropLinksLocked()
 		m.o.ReadOnly(true)
+		// Heartbeats after the last change decide nothing, and the new
+		// primary may not have received them (it was promoted in
+		// between): offer the history up to the last change only.
+		if bl := m.bl; bl != nil && m.lastState < m.offset && m.lastState >= bl.base && m.lastState >= bl.first-1 {
+			bl.truncate(m.lastState)
+			m.offset = m.lastState
+		}
 	}
 	m.up = m.startFollowing(host, port)
 	return false

@@ -102,6 +102,7 @@ func Start(opts Options) (*Server, error) {
 		highWater int64
 		loaded    node.LoadInfo
 		clk       clock.Own
+		resume    *persist.Position // where a replica's store stands in its primary's stream
 	)
 	if cfg.SaveInterval > 0 {
 		popts := persist.Options{Dir: cfg.Dir, FS: opts.FS, Logger: log}
@@ -114,6 +115,12 @@ func Start(opts Options) (*Server, error) {
 			if highWater, err = ro.HighWater(); err != nil {
 				ro.Close()
 				return nil, err
+			}
+			if pos, ok, err := ro.Position(); err != nil {
+				ro.Close()
+				return nil, err
+			} else if ok {
+				resume = &pos
 			}
 			clk = newClock(cfg.ClockMode, opts.ClockStart, highWater)
 			start := time.Now()
@@ -151,7 +158,7 @@ func Start(opts Options) (*Server, error) {
 	repl := replication.New(replication.Options{
 		Engine: e, Clock: tl, Logger: log, BacklogSize: int(min(cfg.ReplBacklogSize, 1<<40)),
 		Port: cfg.Port, AnnounceIP: cfg.ReplicaAnnounceIP, AnnouncePort: cfg.ReplicaAnnouncePort,
-		MasterAuth: cfg.MasterAuth,
+		MasterAuth: cfg.MasterAuth, Resume: resume,
 		ReadOnly: func(ro bool) {
 			if ro {
 				nd.RefuseWrites(commands.ErrReadOnly)
@@ -160,6 +167,9 @@ func Start(opts Options) (*Server, error) {
 			}
 		},
 	})
+	if snap != nil {
+		snap.SetPosition(repl.Position)
+	}
 	nd = node.New(cfg, e, tl, node.Options{Logger: log, LogLevel: opts.LogLevel, Snapshotter: snap, Loaded: loaded, Replication: repl})
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),

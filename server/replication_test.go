@@ -1,0 +1,431 @@
+package server_test
+
+// Replication end to end on in-process servers over loopback
+// (docs/replication.md): full sync, the stream, READONLY, partial resync,
+// promotion, re-pointing, demotion, WAIT, ROLE and INFO. Every server runs
+// the manual clock, so every reading is known.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/server"
+	"github.com/stretchr/testify/require"
+)
+
+// replNode is one test server with a connection to it.
+type replNode struct {
+	s    *server.Server
+	c    *rltest.Conn
+	port int
+}
+
+func startRepl(t *testing.T, opts ...rltest.Option) *replNode {
+	t.Helper()
+	s := rltest.Start(t, opts...)
+	return &replNode{s: s, c: rltest.Dial(t, s.Addr.String()), port: s.Addr.(*net.TCPAddr).Port}
+}
+
+// follow makes r a replica of p and waits until its link is up.
+func follow(t *testing.T, r, p *replNode) {
+	t.Helper()
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(p.port)))
+	waitLinkUp(t, r)
+}
+
+func waitLinkUp(t *testing.T, r *replNode) {
+	t.Helper()
+	rltest.WaitFor(t, 10*time.Second, "the replica's link up", func() (bool, string) {
+		f := rltest.Info(t, r.c, "replication")
+		return f["master_link_status"] == "up", fmt.Sprint(f)
+	})
+}
+
+// pipeline sends every command at once and returns the replies in order.
+func pipeline(t *testing.T, c *rltest.Conn, cmds [][]string) []string {
+	t.Helper()
+	var b []byte
+	for _, cmd := range cmds {
+		b = append(b, rltest.Encode(cmd...)...)
+	}
+	c.Send(b)
+	out := make([]string, len(cmds))
+	for i := range cmds {
+		r, err := c.Read()
+		require.NoError(t, err, "reply %d of %d", i, len(cmds))
+		out[i] = r
+	}
+	return out
+}
+
+// kinds are the five limiters as a request with a cost and its peek.
+var kinds = []struct {
+	prefix string
+	take   func(k string) []string
+	peek   func(k string) []string
+}{
+	{"c", func(k string) []string { return []string{"CL.THROTTLE", k, "1", "2", "60", "1"} },
+		func(k string) []string { return []string{"CL.THROTTLE", k, "1", "2", "60", "0"} }},
+	{"f", func(k string) []string { return []string{"RL.FIXED", k, "2", "1m"} },
+		func(k string) []string { return []string{"RL.FIXED", k, "2", "1m", "COST", "0"} }},
+	{"l", func(k string) []string { return []string{"RL.LOG", k, "2", "1m"} },
+		func(k string) []string { return []string{"RL.LOG", k, "2", "1m", "COST", "0"} }},
+	{"s", func(k string) []string { return []string{"RL.SLIDE", k, "2", "1m"} },
+		func(k string) []string { return []string{"RL.SLIDE", k, "2", "1m", "COST", "0"} }},
+	{"b", func(k string) []string { return []string{"RL.BUCKET", k, "2", "1", "1m"} },
+		func(k string) []string { return []string{"RL.BUCKET", k, "2", "1", "1m", "COST", "0"} }},
+}
+
+// exhaust spends every key's allowance (three requests each, the third
+// refused) on c, for keys i in [from, to) of every kind.
+func exhaust(t *testing.T, c *rltest.Conn, from, to int) {
+	t.Helper()
+	var cmds [][]string
+	for _, k := range kinds {
+		for i := from; i < to; i++ {
+			key := k.prefix + ":" + strconv.Itoa(i)
+			cmds = append(cmds, k.take(key), k.take(key), k.take(key))
+		}
+	}
+	for start := 0; start < len(cmds); start += 3000 {
+		pipeline(t, c, cmds[start:min(start+3000, len(cmds))])
+	}
+}
+
+// view reads every key of [from, to) of every kind: its peek, GET (the
+// CL.THROTTLE keys), PTTL and TYPE.
+func view(t *testing.T, c *rltest.Conn, from, to int) []string {
+	t.Helper()
+	var cmds [][]string
+	for _, k := range kinds {
+		for i := from; i < to; i++ {
+			key := k.prefix + ":" + strconv.Itoa(i)
+			cmds = append(cmds, k.peek(key), []string{"PTTL", key}, []string{"TYPE", key})
+			if k.prefix == "c" {
+				cmds = append(cmds, []string{"GET", key})
+			}
+		}
+	}
+	cmds = append(cmds, []string{"DBSIZE"}, []string{"TIME"})
+	var out []string
+	for start := 0; start < len(cmds); start += 3000 {
+		out = append(out, pipeline(t, c, cmds[start:min(start+3000, len(cmds))])...)
+	}
+	return out
+}
+
+// requireSame fails on the first entry where got differs from want.
+func requireSame(t *testing.T, want, got []string, what string) {
+	t.Helper()
+	require.Equal(t, len(want), len(got), what)
+	for i := range want {
+		if want[i] != got[i] {
+			t.Fatalf("%s: entry %d: primary %s, replica %s", what, i, want[i], got[i])
+		}
+	}
+}
+
+func TestReplicaHoldsThePrimarysLimits(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	const n = 2000 // of each of the five kinds: 10,000 keys
+	exhaust(t, p.c, 0, n)
+	before := view(t, p.c, 0, n)
+	require.Equal(t, "[0 2 0 -1 60]", before[0], "a CL.THROTTLE peek of an exhausted key")
+	follow(t, r, p)
+	// WAIT 1 on a connection that wrote: the replica has the full sync
+	// and everything after it.
+	exhaust(t, p.c, n, n+10)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
+	requireSame(t, view(t, p.c, 0, n+10), view(t, r.c, 0, n+10), "after the full sync and the stream")
+	require.Equal(t, strconv.Itoa(5*(n+10)), r.c.Do("DBSIZE"))
+
+	// Time moves on the primary: expiry, DEL and FLUSHALL reach the replica.
+	require.Equal(t, "+OK", p.c.Do("DEBUG", "CLOCK", "ADVANCE", "30000"))
+	require.Equal(t, "5", p.c.Do("DEL", "c:0", "f:0", "l:0", "s:0", "b:0"))
+	exhaust(t, p.c, 0, 1) // fresh keys again
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
+	requireSame(t, view(t, p.c, 0, 20), view(t, r.c, 0, 20), "after DEL and 30 s")
+	require.Equal(t, "+OK", p.c.Do("DEBUG", "CLOCK", "ADVANCE", "200000"))
+	rltest.WaitFor(t, 10*time.Second, "every key expired on both", func() (bool, string) {
+		a, b := p.c.Do("DBSIZE"), r.c.Do("DBSIZE")
+		return a == "0" && b == "0", a + " " + b
+	})
+	exhaust(t, p.c, 0, 3)
+	require.Equal(t, "+OK", p.c.Do("FLUSHALL"))
+	exhaust(t, p.c, 5, 6)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
+	require.Equal(t, "5", r.c.Do("DBSIZE"), "FLUSHALL, then five keys")
+	// Only keys that exist are compared from here: a peek stores a key on
+	// a primary (a CL.THROTTLE of quantity 0 does, as redis-cell's), and
+	// nothing on a replica.
+	requireSame(t, view(t, p.c, 5, 6), view(t, r.c, 5, 6), "after FLUSHALL")
+
+	// The replica refuses every write with Redis's text and changes
+	// nothing; its peeks store nothing.
+	const readonly = "-READONLY You can't write against a read only replica."
+	for _, cmd := range [][]string{
+		{"CL.THROTTLE", "c:5", "1", "2", "60", "1"}, {"CL.THROTTLE", "new", "1", "2", "60"},
+		{"RL.FIXED", "f:5", "2", "1m"}, {"RL.LOG", "l:5", "2", "1m", "COST", "1"},
+		{"RL.SLIDE", "s:5", "2", "1m"}, {"RL.BUCKET", "b:5", "2", "1", "1m", "COST", "2"},
+		{"DEL", "c:5"}, {"UNLINK", "c:5"}, {"FLUSHALL"}, {"FLUSHDB"},
+	} {
+		require.Equal(t, readonly, r.c.Do(cmd...), "%q", cmd)
+	}
+	require.Equal(t, "5", r.c.Do("DBSIZE"))
+	pipeline(t, r.c, [][]string{{"CL.THROTTLE", "peek", "1", "2", "60", "0"}, {"RL.BUCKET", "peek2", "2", "1", "1m", "COST", "0"}})
+	require.Equal(t, "5", r.c.Do("DBSIZE"), "a peek on a replica stores nothing")
+	requireSame(t, view(t, p.c, 5, 6), view(t, r.c, 5, 6), "after refused writes")
+	for _, cmd := range [][]string{{"EXISTS", "c:5"}, {"TYPE", "b:5"}, {"TTL", "f:5"}, {"SCAN", "0", "COUNT", "100"}, {"PING"}} {
+		require.False(t, strings.HasPrefix(r.c.Do(cmd...), "-"), "%q is served on a replica", cmd)
+	}
+
+	// go-redis recognises the error.
+	gr := redis.NewClient(&redis.Options{Addr: r.s.Addr.String()})
+	defer gr.Close()
+	err := gr.Do(context.Background(), "RL.FIXED", "f:5", "2", "1m").Err()
+	require.True(t, redis.IsReadOnlyError(err), "go-redis: %v", err)
+}
+
+func TestReplicaResyncsPartiallyAfterItsLinkIsCut(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	exhaust(t, p.c, 0, 50)
+	follow(t, r, p)
+	require.Equal(t, int64(1), rltest.InfoInt(t, p.c, "stats", "sync_full"))
+	require.Equal(t, int64(0), rltest.InfoInt(t, p.c, "stats", "sync_partial_ok"))
+	for round := 1; round <= 3; round++ {
+		require.Equal(t, "1", r.c.Do("CLIENT", "KILL", "TYPE", "master"))
+		exhaust(t, p.c, 50*round, 50*round+50) // written while the link may be down
+		rltest.WaitFor(t, 10*time.Second, "a partial resync", func() (bool, string) {
+			v := rltest.InfoInt(t, p.c, "stats", "sync_partial_ok")
+			return v == int64(round), fmt.Sprint(v)
+		})
+		require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
+		requireSame(t, view(t, p.c, 0, 50*round+50), view(t, r.c, 0, 50*round+50), "after a partial resync")
+	}
+	require.Equal(t, int64(1), rltest.InfoInt(t, p.c, "stats", "sync_full"), "no full sync after a cut")
+	require.Equal(t, int64(0), rltest.InfoInt(t, p.c, "stats", "sync_partial_err"))
+	require.Equal(t, "0", p.c.Do("CLIENT", "KILL", "TYPE", "master"), "a primary has no primary link")
+
+	// CLIENT KILL TYPE replica on the primary cuts the link from the
+	// other side: again a partial resync.
+	require.Equal(t, "1", p.c.Do("CLIENT", "KILL", "TYPE", "replica"))
+	rltest.WaitFor(t, 10*time.Second, "a partial resync", func() (bool, string) {
+		v := rltest.InfoInt(t, p.c, "stats", "sync_partial_ok")
+		return v == 4, fmt.Sprint(v)
+	})
+}
+
+func TestReplicaOfAnswers(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	port := strconv.Itoa(p.port)
+	follow(t, r, p)
+	require.Equal(t, "+OK Already connected to specified master", r.c.Do("REPLICAOF", "127.0.0.1", port))
+	require.Equal(t, "+OK Already connected to specified master", r.c.Do("SLAVEOF", "127.0.0.1", port))
+	require.Equal(t, int64(1), rltest.InfoInt(t, p.c, "stats", "sync_full"), "nothing changed")
+	for _, bad := range []string{"x", "-1", "65536", ""} {
+		require.Equal(t, "-ERR Invalid master port", r.c.Do("REPLICAOF", "127.0.0.1", bad))
+	}
+	require.Equal(t, "-ERR wrong number of arguments for 'replicaof' command", r.c.Do("REPLICAOF", "no"))
+	require.Equal(t, "+OK", p.c.Do("REPLICAOF", "NO", "ONE"), "on a primary it changes nothing")
+	require.Equal(t, "master", rltest.Info(t, p.c, "replication")["role"])
+
+	// WAIT: on a replica an error; without writes the replicas at once;
+	// bad timeouts.
+	require.Equal(t, "-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.", r.c.Do("WAIT", "1", "0"))
+	fresh := rltest.Dial(t, p.s.Addr.String())
+	require.Equal(t, "1", fresh.Do("WAIT", "5", "0"), "no writes: the connected replicas, at once")
+	require.Equal(t, "-ERR timeout is negative", fresh.Do("WAIT", "1", "-1"))
+	require.Equal(t, "-ERR timeout is not an integer or out of range", fresh.Do("WAIT", "1", "x"))
+	require.Equal(t, "-ERR value is not an integer or out of range", fresh.Do("WAIT", "x", "0"))
+	fresh.Do("RL.FIXED", "w", "5", "1m")
+	require.Equal(t, "1", fresh.Do("WAIT", "2", "100"), "two asked, one acknowledged by the timeout")
+}
+
+// replicationFields returns INFO replication's field names in order.
+func replicationFields(t *testing.T, c *rltest.Conn) []string {
+	t.Helper()
+	var names []string
+	for _, line := range strings.Split(rltest.InfoText(t, c, "replication"), "\r\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+var (
+	commonTail = []string{"master_failover_state", "master_replid", "master_replid2", "master_repl_offset",
+		"second_repl_offset", "repl_backlog_active", "repl_backlog_size", "repl_backlog_first_byte_offset",
+		"repl_backlog_histlen"}
+	replicaHead = []string{"role", "master_host", "master_port", "master_link_status", "master_last_io_seconds_ago",
+		"master_sync_in_progress", "slave_read_repl_offset", "slave_repl_offset"}
+	replicaMid = []string{"slave_priority", "slave_read_only", "replica_announced", "connected_slaves"}
+)
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err, "%q", s)
+	return n
+}
+
+func concat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func TestRoleAndInfoThroughEveryTransition(t *testing.T) {
+	p := startRepl(t)
+	r := startRepl(t, func(o *server.Options) { o.Config.ReplicaPriority = 10; o.Config.ReplicaAnnouncePort = 7777 })
+
+	// A primary alone.
+	require.Equal(t, concat([]string{"role", "connected_slaves"}, commonTail), replicationFields(t, p.c))
+	f := rltest.Info(t, p.c, "replication")
+	require.Regexp(t, "^[0-9a-f]{40}$", f["master_replid"])
+	require.Equal(t, strings.Repeat("0", 40), f["master_replid2"])
+	require.Equal(t, "0", f["master_repl_offset"])
+	require.Equal(t, "-1", f["second_repl_offset"])
+	require.Equal(t, "0", f["repl_backlog_active"])
+	require.Equal(t, "[\"master\" 0 []]", p.c.Do("ROLE"))
+
+	// A replica of a port nobody listens on: the link is down and was
+	// never up.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", dead))
+	require.Equal(t, concat(replicaHead, []string{"master_link_down_since_seconds"}, replicaMid, commonTail), replicationFields(t, r.c))
+	f = rltest.Info(t, r.c, "replication")
+	require.Equal(t, "slave", f["role"])
+	require.Equal(t, "127.0.0.1", f["master_host"])
+	require.Equal(t, dead, f["master_port"])
+	require.Equal(t, "down", f["master_link_status"])
+	require.Equal(t, "-1", f["master_last_io_seconds_ago"])
+	require.Equal(t, "-1", f["master_link_down_since_seconds"])
+	require.Equal(t, "10", f["slave_priority"])
+	require.Equal(t, "1", f["slave_read_only"])
+	role := r.c.Do("ROLE")
+	require.Regexp(t, `^\["slave" "127\.0\.0\.1" `+dead+` "(connect|connecting)" -1\]$`, role)
+
+	// Up: both sides report the link.
+	follow(t, r, p)
+	require.Equal(t, concat(replicaHead, replicaMid, commonTail), replicationFields(t, r.c))
+	exhaust(t, p.c, 0, 5)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
+	// Heartbeats move the offsets while the test reads them: the
+	// replica's, read first, is never past the primary's, read after.
+	rf := rltest.Info(t, r.c, "replication")
+	pf := rltest.Info(t, p.c, "replication")
+	off := rf["slave_repl_offset"]
+	require.LessOrEqual(t, atoi(t, off), atoi(t, pf["master_repl_offset"]))
+	require.Greater(t, atoi(t, off), int64(0))
+	require.Equal(t, "1", pf["connected_slaves"])
+	require.Regexp(t, `^ip=127\.0\.0\.1,port=7777,state=online,offset=\d+,lag=0$`, pf["slave0"], "the announced port")
+	require.Equal(t, concat([]string{"role", "connected_slaves", "slave0"}, commonTail), replicationFields(t, p.c))
+	require.Equal(t, "1", pf["repl_backlog_active"])
+	require.Equal(t, "1048576", pf["repl_backlog_size"])
+	require.Equal(t, "up", rf["master_link_status"])
+	require.Equal(t, "0", rf["master_sync_in_progress"])
+	require.Equal(t, off, rf["master_repl_offset"])
+	require.Equal(t, pf["master_replid"], rf["master_replid"])
+	require.Regexp(t, `^\["master" \d+ \[\["127\.0\.0\.1" "7777" "\d+"\]\]\]$`, p.c.Do("ROLE"))
+	require.Regexp(t, fmt.Sprintf(`^\["slave" "127\.0\.0\.1" %d "connected" \d+\]$`, p.port), r.c.Do("ROLE"))
+
+	// Promoted: a new id, the old one kept, valid to the offset after the
+	// last byte received. A primary without replicas adds nothing to its
+	// stream while nothing changes, so the offset stays put.
+
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "NO", "ONE"))
+	rf2 := rltest.Info(t, r.c, "replication")
+	off = rf2["master_repl_offset"]
+	require.GreaterOrEqual(t, atoi(t, off), atoi(t, rf["slave_repl_offset"]))
+	require.Equal(t, concat([]string{"role", "connected_slaves"}, commonTail), replicationFields(t, r.c))
+	require.Equal(t, "master", rf2["role"])
+	require.NotEqual(t, rf["master_replid"], rf2["master_replid"])
+	require.Equal(t, rf["master_replid"], rf2["master_replid2"])
+	n, _ := strconv.ParseInt(off, 10, 64)
+	require.Equal(t, strconv.FormatInt(n+1, 10), rf2["second_repl_offset"])
+	require.Equal(t, "1", rf2["repl_backlog_active"])
+	require.Equal(t, fmt.Sprintf(`["master" %s []]`, off), r.c.Do("ROLE"))
+	rltest.WaitFor(t, 10*time.Second, "the primary to drop the link", func() (bool, string) {
+		v := rltest.Info(t, p.c, "replication")["connected_slaves"]
+		return v == "0", v
+	})
+	// Writable again.
+	require.Equal(t, "[0 2 1 -1 30]", r.c.Do("CL.THROTTLE", "after", "1", "2", "60", "1"))
+
+	// Demoted: the old primary follows the promoted one; it wrote nothing
+	// since, so its history is a prefix and it continues partially.
+	follow(t, p, r)
+	require.Equal(t, int64(1), rltest.InfoInt(t, r.c, "stats", "sync_partial_ok"), "the demoted primary continued")
+	require.Equal(t, int64(0), rltest.InfoInt(t, r.c, "stats", "sync_full"))
+	require.Equal(t, "1", r.c.Do("WAIT", "1", "5000"))
+	require.Equal(t, r.c.Do("CL.THROTTLE", "after", "1", "2", "60", "0"), p.c.Do("CL.THROTTLE", "after", "1", "2", "60", "0"), "the new primary's decision reached it")
+	require.Equal(t, "1", p.c.Do("EXISTS", "after"))
+}
+
+// TestFailoverKeepsLimitsAndStreams: P with replicas R1 and R2; P goes,
+// R1 is promoted, R2 re-pointed at R1 continues partially, and the limits
+// P set hold on both.
+func TestFailoverKeepsLimitsAndStreams(t *testing.T) {
+	p, r1, r2 := startRepl(t), startRepl(t), startRepl(t)
+	follow(t, r1, p)
+	follow(t, r2, p)
+	exhaust(t, p.c, 0, 200)
+	require.Equal(t, "2", p.c.Do("WAIT", "2", "5000"))
+	want := view(t, p.c, 0, 200)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, p.s.Close(ctx))
+	// Promote the replica that received the most, as Sentinel does: a
+	// heartbeat P sent as it stopped may have reached only one of them.
+	rltest.WaitFor(t, 10*time.Second, "both links down", func() (bool, string) {
+		a, b := rltest.Info(t, r1.c, "replication")["master_link_status"], rltest.Info(t, r2.c, "replication")["master_link_status"]
+		return a == "down" && b == "down", a + " " + b
+	})
+	if rltest.InfoInt(t, r2.c, "replication", "slave_repl_offset") > rltest.InfoInt(t, r1.c, "replication", "slave_repl_offset") {
+		r1, r2 = r2, r1
+	}
+	require.Equal(t, "+OK", r1.c.Do("REPLICAOF", "NO", "ONE"))
+	requireSame(t, want, view(t, r1.c, 0, 200), "the promoted replica")
+	follow(t, r2, r1)
+	require.Equal(t, int64(1), rltest.InfoInt(t, r1.c, "stats", "sync_partial_ok"), "R2 continued")
+	require.Equal(t, int64(0), rltest.InfoInt(t, r1.c, "stats", "sync_full"), "R2 needed no full sync")
+	exhaust(t, r1.c, 200, 210)
+	require.Equal(t, "1", r1.c.Do("WAIT", "1", "5000"))
+	requireSame(t, view(t, r1.c, 0, 210), view(t, r2.c, 0, 210), "R2 after the failover")
+	// Every key P exhausted is still exhausted on the new primary.
+	for _, k := range kinds {
+		reply := r1.c.Do(k.take(k.prefix + ":9")...)
+		require.True(t, strings.HasPrefix(reply, "[1 "), "%s after the failover: %s", k.prefix, reply)
+	}
+}
+
+// TestDemotedPrimaryDropsWhatItDecidedAlone: a primary that decided after
+// its replica was promoted is not a prefix of the new primary: it resyncs
+// fully and those decisions are gone.
+func TestDemotedPrimaryDropsWhatItDecidedAlone(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	follow(t, r, p)
+	exhaust(t, p.c, 0, 10)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "NO", "ONE"))
+	// The old primary goes on deciding alone (a partition).
+	require.Equal(t, "[0 2 1 -1 30]", p.c.Do("CL.THROTTLE", "alone", "1", "2", "60", "1"))
+	follow(t, p, r)
+	require.Equal(t, int64(1), rltest.InfoInt(t, r.c, "stats", "sync_full"))
+	require.Equal(t, int64(1), rltest.InfoInt(t, r.c, "stats", "sync_partial_err"))
+	require.Equal(t, "0", p.c.Do("EXISTS", "alone"), "what it decided alone is dropped")
+	requireSame(t, view(t, r.c, 0, 10), view(t, p.c, 0, 10), "the demoted primary")
+}
