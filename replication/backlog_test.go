@@ -20,7 +20,7 @@ func TestBacklog(t *testing.T) {
 			require.Zero(t, b.histlen())
 			require.True(t, b.covers(start+1))
 			require.False(t, b.covers(start+2))
-			var stream []byte // byte o at stream[o-start-1]
+			var stream []byte  // byte o at stream[o-start-1]
 			first := start + 1 // the model of b.first
 			for range 200 {
 				if len(stream) > 0 && r.IntN(5) == 0 {

@@ -84,12 +84,12 @@ type Manager struct {
 	// state (records, flush, the end of a full sync): what follows it
 	// is heartbeats only.
 	lastState int64
-	bl      *backlog // nil until a replica attaches or the node follows
-	fw      frameWriter
-	last    time.Time // when the last frame was written
-	links   map[*link]struct{}
-	seq     uint64    // links attached so far
-	up      *upstream // non-nil while a replica
+	bl        *backlog // nil until a replica attaches or the node follows
+	fw        frameWriter
+	last      time.Time // when the last frame was written
+	links     map[*link]struct{}
+	seq       uint64    // links attached so far
+	up        *upstream // non-nil while a replica
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 }
