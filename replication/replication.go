@@ -138,7 +138,7 @@ func newReplID() string {
 }
 
 // Run pumps the engine's changes into the stream until ctx ends, then
-// closes every link.
+// closes every link, its primary's included.
 func (m *Manager) Run(ctx context.Context) {
 	t := time.NewTicker(pumpEvery)
 	defer t.Stop()
@@ -147,8 +147,7 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-ctx.Done():
 			m.mu.Lock()
 			if m.up != nil {
-				m.up.stop()
-				m.up = nil
+				m.up.stop() // m.up stays: the final snapshot stores the position
 			}
 			m.dropLinksLocked()
 			m.mu.Unlock()

@@ -48,124 +48,40 @@ func waitLinkUp(t *testing.T, r *replNode) {
 	})
 }
 
-// pipeline sends every command at once and returns the replies in order.
-func pipeline(t *testing.T, c *rltest.Conn, cmds [][]string) []string {
-	t.Helper()
-	var b []byte
-	for _, cmd := range cmds {
-		b = append(b, rltest.Encode(cmd...)...)
-	}
-	c.Send(b)
-	out := make([]string, len(cmds))
-	for i := range cmds {
-		r, err := c.Read()
-		require.NoError(t, err, "reply %d of %d", i, len(cmds))
-		out[i] = r
-	}
-	return out
-}
-
-// kinds are the five limiters as a request with a cost and its peek.
-var kinds = []struct {
-	prefix string
-	take   func(k string) []string
-	peek   func(k string) []string
-}{
-	{"c", func(k string) []string { return []string{"CL.THROTTLE", k, "1", "2", "60", "1"} },
-		func(k string) []string { return []string{"CL.THROTTLE", k, "1", "2", "60", "0"} }},
-	{"f", func(k string) []string { return []string{"RL.FIXED", k, "2", "1m"} },
-		func(k string) []string { return []string{"RL.FIXED", k, "2", "1m", "COST", "0"} }},
-	{"l", func(k string) []string { return []string{"RL.LOG", k, "2", "1m"} },
-		func(k string) []string { return []string{"RL.LOG", k, "2", "1m", "COST", "0"} }},
-	{"s", func(k string) []string { return []string{"RL.SLIDE", k, "2", "1m"} },
-		func(k string) []string { return []string{"RL.SLIDE", k, "2", "1m", "COST", "0"} }},
-	{"b", func(k string) []string { return []string{"RL.BUCKET", k, "2", "1", "1m"} },
-		func(k string) []string { return []string{"RL.BUCKET", k, "2", "1", "1m", "COST", "0"} }},
-}
-
-// exhaust spends every key's allowance (three requests each, the third
-// refused) on c, for keys i in [from, to) of every kind.
-func exhaust(t *testing.T, c *rltest.Conn, from, to int) {
-	t.Helper()
-	var cmds [][]string
-	for _, k := range kinds {
-		for i := from; i < to; i++ {
-			key := k.prefix + ":" + strconv.Itoa(i)
-			cmds = append(cmds, k.take(key), k.take(key), k.take(key))
-		}
-	}
-	for start := 0; start < len(cmds); start += 3000 {
-		pipeline(t, c, cmds[start:min(start+3000, len(cmds))])
-	}
-}
-
-// view reads every key of [from, to) of every kind: its peek, GET (the
-// CL.THROTTLE keys), PTTL and TYPE.
-func view(t *testing.T, c *rltest.Conn, from, to int) []string {
-	t.Helper()
-	var cmds [][]string
-	for _, k := range kinds {
-		for i := from; i < to; i++ {
-			key := k.prefix + ":" + strconv.Itoa(i)
-			cmds = append(cmds, k.peek(key), []string{"PTTL", key}, []string{"TYPE", key})
-			if k.prefix == "c" {
-				cmds = append(cmds, []string{"GET", key})
-			}
-		}
-	}
-	cmds = append(cmds, []string{"DBSIZE"}, []string{"TIME"})
-	var out []string
-	for start := 0; start < len(cmds); start += 3000 {
-		out = append(out, pipeline(t, c, cmds[start:min(start+3000, len(cmds))])...)
-	}
-	return out
-}
-
-// requireSame fails on the first entry where got differs from want.
-func requireSame(t *testing.T, want, got []string, what string) {
-	t.Helper()
-	require.Equal(t, len(want), len(got), what)
-	for i := range want {
-		if want[i] != got[i] {
-			t.Fatalf("%s: entry %d: primary %s, replica %s", what, i, want[i], got[i])
-		}
-	}
-}
-
 func TestReplicaHoldsThePrimarysLimits(t *testing.T) {
 	p, r := startRepl(t), startRepl(t)
 	const n = 2000 // of each of the five kinds: 10,000 keys
-	exhaust(t, p.c, 0, n)
-	before := view(t, p.c, 0, n)
+	rltest.Exhaust(t, p.c, 0, n)
+	before := rltest.View(t, p.c, 0, n)
 	require.Equal(t, "[0 2 0 -1 60]", before[0], "a CL.THROTTLE peek of an exhausted key")
 	follow(t, r, p)
 	// WAIT 1 on a connection that wrote: the replica has the full sync
 	// and everything after it.
-	exhaust(t, p.c, n, n+10)
+	rltest.Exhaust(t, p.c, n, n+10)
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
-	requireSame(t, view(t, p.c, 0, n+10), view(t, r.c, 0, n+10), "after the full sync and the stream")
+	rltest.RequireSame(t, rltest.View(t, p.c, 0, n+10), rltest.View(t, r.c, 0, n+10), "after the full sync and the stream")
 	require.Equal(t, strconv.Itoa(5*(n+10)), r.c.Do("DBSIZE"))
 
 	// Time moves on the primary: expiry, DEL and FLUSHALL reach the replica.
 	require.Equal(t, "+OK", p.c.Do("DEBUG", "CLOCK", "ADVANCE", "30000"))
 	require.Equal(t, "5", p.c.Do("DEL", "c:0", "f:0", "l:0", "s:0", "b:0"))
-	exhaust(t, p.c, 0, 1) // fresh keys again
+	rltest.Exhaust(t, p.c, 0, 1) // fresh keys again
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
-	requireSame(t, view(t, p.c, 0, 20), view(t, r.c, 0, 20), "after DEL and 30 s")
+	rltest.RequireSame(t, rltest.View(t, p.c, 0, 20), rltest.View(t, r.c, 0, 20), "after DEL and 30 s")
 	require.Equal(t, "+OK", p.c.Do("DEBUG", "CLOCK", "ADVANCE", "200000"))
 	rltest.WaitFor(t, 10*time.Second, "every key expired on both", func() (bool, string) {
 		a, b := p.c.Do("DBSIZE"), r.c.Do("DBSIZE")
 		return a == "0" && b == "0", a + " " + b
 	})
-	exhaust(t, p.c, 0, 3)
+	rltest.Exhaust(t, p.c, 0, 3)
 	require.Equal(t, "+OK", p.c.Do("FLUSHALL"))
-	exhaust(t, p.c, 5, 6)
+	rltest.Exhaust(t, p.c, 5, 6)
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
 	require.Equal(t, "5", r.c.Do("DBSIZE"), "FLUSHALL, then five keys")
 	// Only keys that exist are compared from here: a peek stores a key on
 	// a primary (a CL.THROTTLE of quantity 0 does, as redis-cell's), and
 	// nothing on a replica.
-	requireSame(t, view(t, p.c, 5, 6), view(t, r.c, 5, 6), "after FLUSHALL")
+	rltest.RequireSame(t, rltest.View(t, p.c, 5, 6), rltest.View(t, r.c, 5, 6), "after FLUSHALL")
 
 	// The replica refuses every write with Redis's text and changes
 	// nothing; its peeks store nothing.
@@ -179,9 +95,9 @@ func TestReplicaHoldsThePrimarysLimits(t *testing.T) {
 		require.Equal(t, readonly, r.c.Do(cmd...), "%q", cmd)
 	}
 	require.Equal(t, "5", r.c.Do("DBSIZE"))
-	pipeline(t, r.c, [][]string{{"CL.THROTTLE", "peek", "1", "2", "60", "0"}, {"RL.BUCKET", "peek2", "2", "1", "1m", "COST", "0"}})
+	rltest.Pipeline(t, r.c, [][]string{{"CL.THROTTLE", "peek", "1", "2", "60", "0"}, {"RL.BUCKET", "peek2", "2", "1", "1m", "COST", "0"}})
 	require.Equal(t, "5", r.c.Do("DBSIZE"), "a peek on a replica stores nothing")
-	requireSame(t, view(t, p.c, 5, 6), view(t, r.c, 5, 6), "after refused writes")
+	rltest.RequireSame(t, rltest.View(t, p.c, 5, 6), rltest.View(t, r.c, 5, 6), "after refused writes")
 	for _, cmd := range [][]string{{"EXISTS", "c:5"}, {"TYPE", "b:5"}, {"TTL", "f:5"}, {"SCAN", "0", "COUNT", "100"}, {"PING"}} {
 		require.False(t, strings.HasPrefix(r.c.Do(cmd...), "-"), "%q is served on a replica", cmd)
 	}
@@ -195,19 +111,19 @@ func TestReplicaHoldsThePrimarysLimits(t *testing.T) {
 
 func TestReplicaResyncsPartiallyAfterItsLinkIsCut(t *testing.T) {
 	p, r := startRepl(t), startRepl(t)
-	exhaust(t, p.c, 0, 50)
+	rltest.Exhaust(t, p.c, 0, 50)
 	follow(t, r, p)
 	require.Equal(t, int64(1), rltest.InfoInt(t, p.c, "stats", "sync_full"))
 	require.Equal(t, int64(0), rltest.InfoInt(t, p.c, "stats", "sync_partial_ok"))
 	for round := 1; round <= 3; round++ {
 		require.Equal(t, "1", r.c.Do("CLIENT", "KILL", "TYPE", "master"))
-		exhaust(t, p.c, 50*round, 50*round+50) // written while the link may be down
+		rltest.Exhaust(t, p.c, 50*round, 50*round+50) // written while the link may be down
 		rltest.WaitFor(t, 10*time.Second, "a partial resync", func() (bool, string) {
 			v := rltest.InfoInt(t, p.c, "stats", "sync_partial_ok")
 			return v == int64(round), fmt.Sprint(v)
 		})
 		require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
-		requireSame(t, view(t, p.c, 0, 50*round+50), view(t, r.c, 0, 50*round+50), "after a partial resync")
+		rltest.RequireSame(t, rltest.View(t, p.c, 0, 50*round+50), rltest.View(t, r.c, 0, 50*round+50), "after a partial resync")
 	}
 	require.Equal(t, int64(1), rltest.InfoInt(t, p.c, "stats", "sync_full"), "no full sync after a cut")
 	require.Equal(t, int64(0), rltest.InfoInt(t, p.c, "stats", "sync_partial_err"))
@@ -321,7 +237,7 @@ func TestRoleAndInfoThroughEveryTransition(t *testing.T) {
 	// Up: both sides report the link.
 	follow(t, r, p)
 	require.Equal(t, concat(replicaHead, replicaMid, commonTail), replicationFields(t, r.c))
-	exhaust(t, p.c, 0, 5)
+	rltest.Exhaust(t, p.c, 0, 5)
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
 	// Heartbeats move the offsets while the test reads them: the
 	// replica's, read first, is never past the primary's, read after.
@@ -382,9 +298,9 @@ func TestFailoverKeepsLimitsAndStreams(t *testing.T) {
 	p, r1, r2 := startRepl(t), startRepl(t), startRepl(t)
 	follow(t, r1, p)
 	follow(t, r2, p)
-	exhaust(t, p.c, 0, 200)
+	rltest.Exhaust(t, p.c, 0, 200)
 	require.Equal(t, "2", p.c.Do("WAIT", "2", "5000"))
-	want := view(t, p.c, 0, 200)
+	want := rltest.View(t, p.c, 0, 200)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, p.s.Close(ctx))
@@ -398,17 +314,17 @@ func TestFailoverKeepsLimitsAndStreams(t *testing.T) {
 		r1, r2 = r2, r1
 	}
 	require.Equal(t, "+OK", r1.c.Do("REPLICAOF", "NO", "ONE"))
-	requireSame(t, want, view(t, r1.c, 0, 200), "the promoted replica")
+	rltest.RequireSame(t, want, rltest.View(t, r1.c, 0, 200), "the promoted replica")
 	follow(t, r2, r1)
 	require.Equal(t, int64(1), rltest.InfoInt(t, r1.c, "stats", "sync_partial_ok"), "R2 continued")
 	require.Equal(t, int64(0), rltest.InfoInt(t, r1.c, "stats", "sync_full"), "R2 needed no full sync")
-	exhaust(t, r1.c, 200, 210)
+	rltest.Exhaust(t, r1.c, 200, 210)
 	require.Equal(t, "1", r1.c.Do("WAIT", "1", "5000"))
-	requireSame(t, view(t, r1.c, 0, 210), view(t, r2.c, 0, 210), "R2 after the failover")
+	rltest.RequireSame(t, rltest.View(t, r1.c, 0, 210), rltest.View(t, r2.c, 0, 210), "R2 after the failover")
 	// Every key P exhausted is still exhausted on the new primary.
-	for _, k := range kinds {
-		reply := r1.c.Do(k.take(k.prefix + ":9")...)
-		require.True(t, strings.HasPrefix(reply, "[1 "), "%s after the failover: %s", k.prefix, reply)
+	for _, k := range rltest.Limiters {
+		reply := r1.c.Do(k.Take(k.Prefix + ":9")...)
+		require.True(t, strings.HasPrefix(reply, "[1 "), "%s after the failover: %s", k.Prefix, reply)
 	}
 }
 
@@ -418,7 +334,7 @@ func TestFailoverKeepsLimitsAndStreams(t *testing.T) {
 func TestDemotedPrimaryDropsWhatItDecidedAlone(t *testing.T) {
 	p, r := startRepl(t), startRepl(t)
 	follow(t, r, p)
-	exhaust(t, p.c, 0, 10)
+	rltest.Exhaust(t, p.c, 0, 10)
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
 	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "NO", "ONE"))
 	// The old primary goes on deciding alone (a partition).
@@ -427,5 +343,5 @@ func TestDemotedPrimaryDropsWhatItDecidedAlone(t *testing.T) {
 	require.Equal(t, int64(1), rltest.InfoInt(t, r.c, "stats", "sync_full"))
 	require.Equal(t, int64(1), rltest.InfoInt(t, r.c, "stats", "sync_partial_err"))
 	require.Equal(t, "0", p.c.Do("EXISTS", "alone"), "what it decided alone is dropped")
-	requireSame(t, view(t, r.c, 0, 10), view(t, p.c, 0, 10), "the demoted primary")
+	rltest.RequireSame(t, rltest.View(t, r.c, 0, 10), rltest.View(t, p.c, 0, 10), "the demoted primary")
 }

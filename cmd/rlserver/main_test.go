@@ -96,8 +96,13 @@ func startBinary(t *testing.T, bin string, args ...string) (*exec.Cmd, string) {
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	sc := bufio.NewScanner(stderr)
-	require.True(t, sc.Scan(), "no start-up line")
-	line := sc.Text()
+	// The start-up line comes first, or after a few lines of the parts
+	// that started before the listener answers (a replica's link).
+	var line string
+	for i := 0; i < 10 && !strings.Contains(line, "rlserver started"); i++ {
+		require.True(t, sc.Scan(), "no start-up line")
+		line = sc.Text()
+	}
 	require.Contains(t, line, "rlserver started")
 	require.Contains(t, line, "version=")
 	require.Contains(t, line, "shards=")

@@ -1,0 +1,141 @@
+package main
+
+// Replication across real processes (docs/replication.md): a primary
+// killed with SIGKILL and its replica promoted, with the clocks an hour
+// apart either way; a replica paused with SIGSTOP past the backlog; a
+// replica restarted from its own --dir.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/stretchr/testify/require"
+)
+
+// startReplica starts a replica of primary (an address) and waits until
+// its link is up.
+func startReplica(t *testing.T, dir, primary string, args ...string) *instance {
+	t.Helper()
+	host, port, ok := strings.Cut(primary, ":")
+	require.True(t, ok, primary)
+	r := startNode(t, dir, append([]string{"--replicaof", host + " " + port}, args...)...)
+	linkUp(t, r)
+	return r
+}
+
+func linkUp(t *testing.T, r *instance) {
+	t.Helper()
+	rltest.WaitFor(t, 20*time.Second, "the replica's link up", func() (bool, string) {
+		f := rltest.Info(t, r.c, "replication")
+		return f["master_link_status"] == "up", fmt.Sprint(f)
+	})
+}
+
+// TestFailoverKill9KeepsLimitsAndTime: the primary's manual clock is an
+// hour ahead of the replica's, level with it, or an hour behind. Keys of
+// every kind are exhausted on the primary, the primary is killed with
+// SIGKILL and the replica promoted: every key is still limited, and TIME
+// continues exactly from the primary's last reading (no time passed on
+// the replica's own clock), then advances with the replica's clock.
+func TestFailoverKill9KeepsLimitsAndTime(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ahead int64 // the primary's clock minus the replica's, ms
+	}{{"primary an hour ahead", 3600_000}, {"level", 0}, {"primary an hour behind", -3600_000}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := startNode(t, t.TempDir(), manual(startMs+c.ahead)...)
+			r := startReplica(t, t.TempDir(), p.addr, manual(startMs)...)
+			rltest.Exhaust(t, p.c, 0, 100)
+			require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+			want := rltest.View(t, p.c, 0, 100)
+			last := serverTime(t, p.c)
+			require.Equal(t, (startMs+c.ahead)*1000, last)
+			require.Equal(t, "1", p.c.Do("WAIT", "1", "10000")) // nothing written since: the replica count
+
+			p.stop(t, "SIGKILL")
+			rltest.WaitFor(t, 20*time.Second, "the replica to see the link down", func() (bool, string) {
+				v := rltest.Info(t, r.c, "replication")["master_link_status"]
+				return v == "down", v
+			})
+			require.Equal(t, last, serverTime(t, r.c), "a replica's TIME is the primary's timeline")
+			require.Equal(t, "+OK", r.c.Do("REPLICAOF", "NO", "ONE"))
+			require.Equal(t, last, serverTime(t, r.c), "promoted: neither below the primary's last TIME nor ahead of it")
+			rltest.RequireSame(t, want, rltest.View(t, r.c, 0, 100), "the promoted replica")
+			for _, k := range rltest.Limiters {
+				for i := range 100 {
+					reply := r.c.Do(k.Take(k.Prefix + ":" + strconv.Itoa(i))...)
+					require.True(t, strings.HasPrefix(reply, "[1 "), "%s:%d after the failover: %s", k.Prefix, i, reply)
+				}
+			}
+			// Time goes on from there with the replica's own clock.
+			require.Equal(t, "+OK", r.c.Do("DEBUG", "CLOCK", "ADVANCE", "1500"))
+			require.Equal(t, last+1_500_000, serverTime(t, r.c))
+		})
+	}
+}
+
+// TestBacklogOverrunResyncsFully: a replica paused with SIGSTOP while its
+// link is cut and the primary writes well past --repl-backlog-size comes
+// back with a full sync; one paused for a short write continues.
+func TestBacklogOverrunResyncsFully(t *testing.T) {
+	p := startNode(t, t.TempDir(), manual(startMs, "--repl-backlog-size", "16kb")...)
+	require.Equal(t, "16384", rltest.Info(t, p.c, "replication")["repl_backlog_size"])
+	r := startReplica(t, t.TempDir(), p.addr, manual(startMs)...)
+	stats := func() string {
+		f := rltest.Info(t, p.c, "stats")
+		return fmt.Sprintf("full=%s ok=%s err=%s", f["sync_full"], f["sync_partial_ok"], f["sync_partial_err"])
+	}
+	require.Equal(t, "full=1 ok=0 err=0", stats())
+	pause := func(write func(), want string) {
+		require.NoError(t, r.cmd.Process.Signal(syscall.SIGSTOP))
+		require.Equal(t, "1", p.c.Do("CLIENT", "KILL", "TYPE", "replica"))
+		write()
+		require.NoError(t, r.cmd.Process.Signal(syscall.SIGCONT))
+		rltest.WaitFor(t, 20*time.Second, want, func() (bool, string) { s := stats(); return s == want, s })
+		linkUp(t, r)
+	}
+	pause(func() { rltest.Exhaust(t, p.c, 0, 10) }, "full=1 ok=1 err=0") // a few KB: still in the backlog
+	pause(func() { rltest.Exhaust(t, p.c, 10, 500) }, "full=2 ok=1 err=1") // far past 16 KB
+	require.Greater(t, rltest.InfoInt(t, p.c, "replication", "master_repl_offset"), int64(64<<10), "well past the backlog")
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	rltest.RequireSame(t, rltest.View(t, p.c, 0, 500), rltest.View(t, r.c, 0, 500), "after the full resync")
+}
+
+// TestReplicaRestartResyncsPartially: a replica stopped and started again
+// on its own --dir continues from the position its snapshot stored: a
+// partial resync of what the primary wrote meanwhile, not a full sync.
+// Killed with SIGKILL it does the same from its last snapshot.
+func TestReplicaRestartResyncsPartially(t *testing.T) {
+	p := startNode(t, t.TempDir(), manual(startMs)...)
+	dir := t.TempDir()
+	r := startReplica(t, dir, p.addr, manual(startMs)...)
+	rltest.Exhaust(t, p.c, 0, 100)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	r.stop(t, "SHUTDOWN")
+	rltest.Exhaust(t, p.c, 100, 150) // while it is away
+	r = startReplica(t, dir, p.addr, manual(startMs)...)
+	f := rltest.Info(t, p.c, "stats")
+	require.Equal(t, "1", f["sync_full"], "only the first sync was full")
+	require.Equal(t, "1", f["sync_partial_ok"], "the restarted replica continued")
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	rltest.RequireSame(t, rltest.View(t, p.c, 0, 150), rltest.View(t, r.c, 0, 150), "the restarted replica")
+
+	// SIGKILL: the last snapshot (every second) holds a position at or
+	// before its records, so the replica continues from there.
+	rltest.Exhaust(t, p.c, 150, 160)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	require.Equal(t, "+OK", r.c.Do("SAVE"))
+	r.stop(t, "SIGKILL")
+	rltest.Exhaust(t, p.c, 160, 170)
+	r = startReplica(t, dir, p.addr, manual(startMs)...)
+	f = rltest.Info(t, p.c, "stats")
+	require.Equal(t, "1", f["sync_full"])
+	require.Equal(t, "2", f["sync_partial_ok"])
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	rltest.RequireSame(t, rltest.View(t, p.c, 0, 170), rltest.View(t, r.c, 0, 170), "the replica restarted after SIGKILL")
+}
