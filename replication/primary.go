@@ -24,7 +24,7 @@ type link struct {
 	pos    int64     // the next offset to send
 	ack    int64     // the offset it acknowledged
 	ackAt  time.Time // when it last did
-	online bool      // past its full sync
+	online bool      // past its full sync: it acknowledged once, or continued
 	closed bool
 }
 
@@ -73,10 +73,6 @@ func (l *link) run(s Sync, pending []byte) {
 	if _, err := l.conn.Write(append([]byte(head), snap...)); err != nil {
 		return
 	}
-	m.mu.Lock()
-	l.online = true
-	l.ackAt = time.Now()
-	m.mu.Unlock()
 	buf := make([]byte, 64<<10)
 	for {
 		m.mu.Lock()
@@ -118,6 +114,7 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 		m.syncPartialOK.Add(1)
 		m.seq++
 		l.seq, l.pos = m.seq, s.Offset
+		l.online, l.ack, l.ackAt = true, s.Offset-1, time.Now()
 		m.links[l] = struct{}{}
 		m.log.Info("replica continues", "addr", l.conn.RemoteAddr(), "offset", s.Offset)
 		return "+CONTINUE " + m.replid + "\r\n", nil, nil
@@ -166,6 +163,7 @@ func (l *link) readAcks(pending []byte) {
 			l.m.mu.Lock()
 			l.ack = max(l.ack, off)
 			l.ackAt = time.Now()
+			l.online = true // a full sync is installed once acknowledged (Redis 7 too)
 			l.m.cond.Broadcast()
 			l.m.mu.Unlock()
 		}

@@ -165,13 +165,18 @@ func (m *Manager) Run(ctx context.Context) {
 // tagged with the clock read after the changes were taken; a heartbeat
 // when nothing changed for heartbeatEvery. A replica drops them: its
 // stream is its primary's. m.mu must be held.
-func (m *Manager) pumpLocked() {
+func (m *Manager) pumpLocked() { m.pump(false) }
+
+// pump is pumpLocked; beat sends a heartbeat even if one was just sent,
+// when nothing else carries the clock (WAIT: the replicas then have this
+// node's time too).
+func (m *Manager) pump(beat bool) {
 	var recs []engine.Record
 	flushed := m.feed.Next(func(r engine.Record) { recs = append(recs, r) })
 	if m.up != nil || m.bl == nil {
 		return
 	}
-	if len(recs) == 0 && !flushed && (len(m.links) == 0 || time.Since(m.last) < heartbeatEvery) {
+	if len(recs) == 0 && !flushed && (len(m.links) == 0 || (!beat && time.Since(m.last) < heartbeatEvery)) {
 		return // heartbeats are for replicas: without any the stream stays put
 	}
 	now := m.clk.Now()
@@ -307,7 +312,7 @@ func (m *Manager) KillPrimary() int {
 }
 
 // Wait blocks until n replicas have acknowledged the stream up to what
-// the engine holds now, or timeout (0: no limit) passes, and returns how
+// the engine holds now and this node's clock reading, or timeout (0: no limit) passes, and returns how
 // many have (WAIT). wrote is false when the caller made no write: then it
 // returns the replicas connected, at once.
 func (m *Manager) Wait(n int, timeout time.Duration, wrote bool) int {
@@ -316,7 +321,7 @@ func (m *Manager) Wait(n int, timeout time.Duration, wrote bool) int {
 	if !wrote || len(m.links) == 0 {
 		return m.onlineLocked()
 	}
-	m.pumpLocked()
+	m.pump(true)
 	target := m.offset
 	acked := func() int {
 		k := 0
