@@ -99,7 +99,7 @@ func TestBacklogOverrunResyncsFully(t *testing.T) {
 		rltest.WaitFor(t, 20*time.Second, want, func() (bool, string) { s := stats(); return s == want, s })
 		linkUp(t, r)
 	}
-	pause(func() { rltest.Exhaust(t, p.c, 0, 10) }, "full=1 ok=1 err=0") // a few KB: still in the backlog
+	pause(func() { rltest.Exhaust(t, p.c, 0, 10) }, "full=1 ok=1 err=0")   // a few KB: still in the backlog
 	pause(func() { rltest.Exhaust(t, p.c, 10, 500) }, "full=2 ok=1 err=1") // far past 16 KB
 	require.Greater(t, rltest.InfoInt(t, p.c, "replication", "master_repl_offset"), int64(64<<10), "well past the backlog")
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
