@@ -46,6 +46,7 @@ type feedShard struct {
 	deleted []string
 	n       int64
 	flushed bool
+	muted   bool // Mute: nothing is listed
 }
 
 // NewFeed registers a new reader of the engine's changes, positioned now:
@@ -79,40 +80,74 @@ func (f *Feed) Next(fn func(Record)) (flushed bool) {
 	for _, s := range f.e.shards {
 		recs = recs[:0]
 		s.mu.Lock()
-		fs := &s.feeds[f.i]
-		flushed = flushed || fs.flushed
-		for _, k := range fs.deleted {
-			recs = append(recs, Record{Key: k})
-		}
-		for _, tag := range fs.dirty {
-			// Every record of the tag's probe runs (in both tables while
-			// entries move) with this feed's dirty bit: the listed record
-			// (unless it went, or was reported already) and any other of
-			// the same tag, whose report is early but harmless.
-			for _, t := range [2][]uint64{s.slots, s.old} {
-				if len(t) == 0 {
-					continue
-				}
-				mask := uint64(len(t) - 1)
-				for p := uint64(tag) & mask; t[p] != 0; p = (p + 1) & mask {
-					if slotTag(t[p]) != tag || t[p] == moved {
-						continue
-					}
-					if off := slotOff(t[p]); s.data[off]&f.bit != 0 {
-						s.data[off] &^= f.bit
-						recs = append(recs, recordOf(parseRecord(s.data, off)))
-					}
-				}
-			}
-		}
-		f.pending.Add(-fs.n)
-		fs.deleted, fs.dirty, fs.n, fs.flushed = nil, fs.dirty[:0], 0, false
+		flushed = f.takeLocked(s, &recs) || flushed
 		s.mu.Unlock()
 		for _, r := range recs {
 			fn(r)
 		}
 	}
 	return flushed
+}
+
+// takeLocked empties the feed's list in shard s, clearing its dirty bits,
+// and appends the records listed to recs unless recs is nil. It reports
+// whether the shard was flushed. s.mu must be held.
+func (f *Feed) takeLocked(s *shard, recs *[]Record) (flushed bool) {
+	fs := &s.feeds[f.i]
+	flushed = fs.flushed
+	if recs != nil {
+		for _, k := range fs.deleted {
+			*recs = append(*recs, Record{Key: k})
+		}
+	}
+	for _, tag := range fs.dirty {
+		// Every record of the tag's probe runs (in both tables while
+		// entries move) with this feed's dirty bit: the listed record
+		// (unless it went, or was reported already) and any other of
+		// the same tag, whose report is early but harmless.
+		for _, t := range [2][]uint64{s.slots, s.old} {
+			if len(t) == 0 {
+				continue
+			}
+			mask := uint64(len(t) - 1)
+			for p := uint64(tag) & mask; t[p] != 0; p = (p + 1) & mask {
+				if slotTag(t[p]) != tag || t[p] == moved {
+					continue
+				}
+				if off := slotOff(t[p]); s.data[off]&f.bit != 0 {
+					s.data[off] &^= f.bit
+					if recs != nil {
+						*recs = append(*recs, recordOf(parseRecord(s.data, off)))
+					}
+				}
+			}
+		}
+	}
+	f.pending.Add(-fs.n)
+	fs.deleted, fs.dirty, fs.n, fs.flushed = nil, fs.dirty[:0], 0, false
+	return flushed
+}
+
+// Mute stops (on) or resumes (off) the feed. Muting drops what it has
+// listed; a muted feed lists nothing and costs writes nothing; resumed,
+// it reports what changes from then on. A replica mutes its replication
+// feed: what it applies is its primary's stream, already in its backlog.
+func (f *Feed) Mute(on bool) {
+	for _, s := range f.e.shards {
+		s.mu.Lock()
+		fs := &s.feeds[f.i]
+		if on && !fs.muted {
+			f.takeLocked(s, nil)
+		}
+		fs.muted = on
+		s.feedBits = 0
+		for _, o := range s.feeds {
+			if !o.muted {
+				s.feedBits |= o.bit
+			}
+		}
+		s.mu.Unlock()
+	}
 }
 
 // Pending counts the changes Next would report now (a key changed several
@@ -129,7 +164,7 @@ func (s *shard) markDirtyLocked(off int, tag uint32) {
 	h := s.data[off]
 	for i := range s.feeds {
 		fs := &s.feeds[i]
-		if h&fs.bit != 0 {
+		if h&fs.bit != 0 || fs.muted {
 			continue // listed already, by the same tag
 		}
 		fs.dirty = append(fs.dirty, tag)
@@ -145,6 +180,9 @@ func (s *shard) markDirtyLocked(off int, tag uint32) {
 func (s *shard) deletedLocked(p parsed) {
 	for i := range s.feeds {
 		fs := &s.feeds[i]
+		if fs.muted {
+			continue
+		}
 		if p.hdr&fs.bit != 0 {
 			fs.n--
 			fs.pending.Add(-1)
@@ -161,6 +199,9 @@ func (s *shard) deletedLocked(p parsed) {
 func (s *shard) flushedLocked() {
 	for i := range s.feeds {
 		fs := &s.feeds[i]
+		if fs.muted {
+			continue
+		}
 		fs.pending.Add(-fs.n)
 		fs.dirty, fs.deleted, fs.n, fs.flushed = fs.dirty[:0], nil, 0, true
 	}

@@ -105,3 +105,48 @@ func TestTooManyFeeds(t *testing.T) {
 	}
 	require.Panics(t, func() { e.NewFeed() })
 }
+
+// TestMutedFeedListsNothing: a muted feed drops what it listed and hears
+// of no write, deletion or flush while the other feed hears of all; once
+// resumed it reports what changes from then on, including keys changed
+// while it was muted.
+func TestMutedFeedListsNothing(t *testing.T) {
+	const now = int64(1e9)
+	e := New(2)
+	st := e.Store()
+	fixed := func(key string, cost int64) {
+		_, err := st.Limit(KindFixed, []byte(key), Params{Limit: 100, Window: 1e12, Cost: cost}, now)
+		require.NoError(t, err)
+	}
+	a, b := e.NewFeed(), e.NewFeed()
+	fixed("x", 1)
+	st.Delete([]byte("gone"), now)
+	a.Mute(true)
+	require.Zero(t, a.Pending(), "muting drops what was listed")
+	fixed("x", 1)
+	fixed("y", 1)
+	require.True(t, e.Apply(Record{Key: "z", Kind: KindFixed, Deadline: now + 1e12, A: now, B: 4}, now))
+	st.Delete([]byte("y"), now)
+	got, flushed := drain(a)
+	require.Empty(t, got)
+	require.False(t, flushed)
+	got, _ = drain(b)
+	require.Equal(t, []string{"-y", "x=2", "z=4"}, got)
+
+	st.Flush()
+	got, flushed = drain(a)
+	require.Empty(t, got)
+	require.False(t, flushed, "a muted feed hears of no flush either")
+	got, flushed = drain(b)
+	require.Empty(t, got)
+	require.True(t, flushed)
+
+	fixed("x", 1) // written while muted...
+	a.Mute(false)
+	fixed("x", 1) // ...and after: reported
+	fixed("w", 3)
+	got, _ = drain(a)
+	require.Equal(t, []string{"w=3", "x=2"}, got)
+	got, _ = drain(b)
+	require.Equal(t, []string{"w=3", "x=2"}, got)
+}

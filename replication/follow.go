@@ -129,6 +129,7 @@ func (u *upstream) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	conn = blocking(conn)
 	m.mu.Lock()
 	if ctx.Err() != nil {
 		m.mu.Unlock()

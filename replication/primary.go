@@ -21,11 +21,14 @@ type link struct {
 	port int    // the port it listens on (REPLCONF listening-port)
 	seq  uint64 // attach order (INFO lists slave0, slave1, ... in it)
 	// Guarded by m.mu:
-	pos    int64     // the next offset to send
-	ack    int64     // the offset it acknowledged
-	ackAt  time.Time // when it last did
-	online bool      // past its full sync: it acknowledged once, or continued
-	closed bool
+	// out holds the stream bytes not yet written to the replica, and
+	// spare the buffer written last, reused. A replica that lets out grow
+	// past replicaOutputLimit is dropped (it resyncs when it returns).
+	out, spare []byte
+	ack        int64     // the offset it acknowledged
+	ackAt      time.Time // when it last did
+	online     bool      // past its full sync: it acknowledged once, or continued
+	closed     bool
 }
 
 // Replica describes a connected replica (INFO replication, ROLE).
@@ -73,26 +76,44 @@ func (l *link) run(s Sync, pending []byte) {
 	if _, err := l.conn.Write(append([]byte(head), snap...)); err != nil {
 		return
 	}
-	buf := make([]byte, 64<<10)
 	for {
 		m.mu.Lock()
-		for !l.closed && l.pos > m.bl.end {
+		for !l.closed && len(l.out) == 0 {
 			m.cond.Wait()
 		}
 		if l.closed {
 			m.mu.Unlock()
 			return
 		}
-		if !m.bl.covers(l.pos) { // overrun: it must resync
-			m.log.Warn("replica fell behind the backlog, dropping its link", "addr", l.conn.RemoteAddr(), "offset", l.pos, "backlog_first", m.bl.first)
-			m.mu.Unlock()
+		buf := l.out
+		l.out = l.spare[:0]
+		m.mu.Unlock()
+		if _, err := l.conn.Write(buf); err != nil {
 			return
 		}
-		n := m.bl.read(buf, l.pos)
-		l.pos += int64(n)
+		m.mu.Lock()
+		if cap(buf) <= 4<<20 { // a burst's large buffer is let go
+			l.spare = buf[:0]
+		} else {
+			l.spare = nil
+		}
 		m.mu.Unlock()
-		if _, err := l.conn.Write(buf[:n]); err != nil {
-			return
+	}
+}
+
+// replicaOutputLimit is how many stream bytes may wait for one replica
+// before its link is dropped: Redis's client-output-buffer-limit for
+// replicas (256mb hard).
+const replicaOutputLimit = 256 << 20
+
+// queueLocked adds stream bytes to every link's output, dropping the
+// links that are too far behind. m.mu must be held.
+func (m *Manager) queueLocked(p []byte) {
+	for l := range m.links {
+		l.out = append(l.out, p...)
+		if len(l.out) > replicaOutputLimit {
+			m.log.Warn("replica too far behind, dropping its link", "addr", l.conn.RemoteAddr(), "pending_bytes", len(l.out))
+			l.closeLocked()
 		}
 	}
 }
@@ -113,7 +134,9 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 	if partial {
 		m.syncPartialOK.Add(1)
 		m.seq++
-		l.seq, l.pos = m.seq, s.Offset
+		l.seq = m.seq
+		l.out = make([]byte, m.bl.end-s.Offset+1)
+		l.out = l.out[:m.bl.read(l.out, s.Offset)]
 		l.online, l.ack, l.ackAt = true, s.Offset-1, time.Now()
 		m.links[l] = struct{}{}
 		m.log.Info("replica continues", "addr", l.conn.RemoteAddr(), "offset", s.Offset)
@@ -138,7 +161,6 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 	})
 	fw.close()
 	fw.frame(frameSyncEnd, now)
-	l.pos = m.offset + 1
 	m.seq++
 	l.seq = m.seq
 	m.links[l] = struct{}{}
@@ -182,6 +204,7 @@ func (l *link) closeLocked() {
 		return
 	}
 	l.closed = true
+	l.out, l.spare = nil, nil
 	l.conn.Close()
 	delete(l.m.links, l)
 	l.m.cond.Broadcast()

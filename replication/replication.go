@@ -110,6 +110,7 @@ func New(o Options) *Manager {
 		replid: newReplID(), replid2: noReplID, second: -1, links: map[*link]struct{}{}}
 	m.cond = sync.NewCond(&m.mu)
 	m.fw.start = -1
+	m.feed.Mute(true) // until there is a backlog (ensureBacklogLocked)
 	if r := o.Resume; r != nil {
 		m.replid, m.offset, m.history, m.lastState = r.ReplID, r.Offset, true, r.Offset
 	}
@@ -171,11 +172,11 @@ func (m *Manager) pumpLocked() { m.pump(false) }
 // when nothing else carries the clock (WAIT: the replicas then have this
 // node's time too).
 func (m *Manager) pump(beat bool) {
+	if m.up != nil || m.bl == nil {
+		return // the feed is muted: a replica's stream is its primary's, and without a backlog there is no stream
+	}
 	var recs []engine.Record
 	flushed := m.feed.Next(func(r engine.Record) { recs = append(recs, r) })
-	if m.up != nil || m.bl == nil {
-		return
-	}
 	if len(recs) == 0 && !flushed && (len(m.links) == 0 || (!beat && time.Since(m.last) < heartbeatEvery)) {
 		return // heartbeats are for replicas: without any the stream stays put
 	}
@@ -203,6 +204,7 @@ func (m *Manager) pump(beat bool) {
 // appendLocked adds stream bytes to the backlog and wakes the links.
 func (m *Manager) appendLocked(p []byte) {
 	m.bl.write(p)
+	m.queueLocked(p)
 	m.offset = m.bl.end
 	m.history = true
 	m.last = time.Now()
@@ -210,10 +212,14 @@ func (m *Manager) appendLocked(p []byte) {
 }
 
 // ensureBacklogLocked makes the backlog, starting at the current offset,
-// if there is none.
+// if there is none. A primary's feed is muted until then: it pays for
+// replication only once a replica attached.
 func (m *Manager) ensureBacklogLocked() {
 	if m.bl == nil {
 		m.bl = newBacklog(m.o.BacklogSize, m.offset)
+		if m.up == nil {
+			m.feed.Mute(false)
+		}
 	}
 }
 
@@ -240,6 +246,7 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 		m.up.stop()
 	} else {
 		m.pumpLocked()
+		m.feed.Mute(true)
 		m.dropLinksLocked()
 		m.o.ReadOnly(true)
 		// Heartbeats after the last change decide nothing, and the new
@@ -269,6 +276,7 @@ func (m *Manager) NoOne() {
 	m.up = nil
 	m.shiftIDLocked()
 	m.ensureBacklogLocked()
+	m.feed.Mute(false)
 	now := m.clk.Promote()
 	m.e.ResetTime(now)
 	m.o.ReadOnly(false)

@@ -5,8 +5,9 @@
 #
 # What it gives the scripts in bench/:
 #   build_rlserver                 RLSERVER = a binary of this checkout (or $RLSERVER_BIN)
-#   start_redis PORT [CPUS]        a private redis-server (no persistence, its own temp dir);
-#                                  sets REDIS_PID
+#   start_redis PORT [CPUS] [flags...]
+#                                  a private redis-server (no persistence, its own temp dir,
+#                                  then flags); sets REDIS_PID
 #   start_rlserver PORT [CPUS] [GOMAXPROCS] [flags...]
 #                                  this checkout's rlserver (--save-interval 0 unless flags
 #                                  say otherwise); sets RL_PID
@@ -88,14 +89,14 @@ build_rlserver() {
 }
 
 start_redis() {
-  local port=$1 cpus=${2:-} dir
+  local port=$1 cpus=${2:-} flags=("${@:3}") dir
   need redis-server redis-cli
   port_busy "$port" && die "port $port is already in use (set RPORT or PORT)"
   dir=$(mktemp -d -t rlbench-redis.XXXXXX)
   OWN_DIRS+=("$dir")
   # taskset execs redis-server, so $! is the server's PID.
   $(pin "$cpus") redis-server --port "$port" --bind "$HOST" --save '' --appendonly no \
-    --dir "$dir" --logfile "$dir/redis.log" --daemonize no --io-threads 1 >/dev/null 2>&1 &
+    --dir "$dir" --logfile "$dir/redis.log" --daemonize no --io-threads 1 "${flags[@]}" >/dev/null 2>&1 &
   REDIS_PID=$!
   OWN_PIDS+=("$REDIS_PID")
   wait_ready "$port" "$REDIS_PID"

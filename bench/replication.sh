@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Replication side by side: Redis 7 + one replica running a limiter as a Lua script
+# (EVALSHA; Redis 7 replicates its effects) and rlserver + one replica with the native
+# command, in one session, interleaved round by round. For each target and round:
+#   1. throughput of the primary alone, then with a replica attached (redis-benchmark,
+#      SETTINGS, TESTS): the cost of one replica is the ratio;
+#   2. replication lag under load (redis-benchmark at each of LAG_SETTINGS, the same
+#      command): bench/cmd/repllag writes PROBES probe keys on the primary, one at a
+#      time, and times each until EXISTS answers 1 on the replica (p50/p90/p99/max, an
+#      upper bound including one replica round trip, printed too), and the load's rate;
+#   3. full sync: the primary filled with KEYS keys (harness/fill.py), a replica started,
+#      the time until its link is up with every key (Redis: diskless sync, no delay).
+# Primaries pinned to SERVER_CPUS (rlserver with GOMAXPROCS=1), replicas and clients to
+# CLIENT_CPUS. Prints CSV tables; raw files stay under OUT.
+#
+# Knobs (environment), defaults in brackets:
+#   ROUNDS [3]  DURATION [3]  SETTINGS ["50:16"]  LAG_SETTINGS ["50:16 50:1"]
+#   TESTS [gcra bucket]  KEYSPACE [100000]
+#   PROBES [2000]  KEYS [1000000]  SERVER_CPUS [0]  CLIENT_CPUS [1]
+#   RPORT [16379] RPORT2 [16380] PORT [7379] PORT2 [7380]  OUT [bench-results/replication-<date>]
+# Needs Go, python3, taskset, Debian's redis-server and redis-tools.
+# Usage: bench/replication.sh   (a smoke run: ROUNDS=1 DURATION=1 PROBES=200 KEYS=100000 bench/replication.sh)
+set -euo pipefail
+source "$(dirname "$0")/harness/lib.sh"
+need redis-server redis-cli redis-benchmark python3
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-3}
+SETTINGS=${SETTINGS:-"50:16"}
+LAG_SETTINGS=${LAG_SETTINGS:-"50:16 50:1"}
+TESTS=${TESTS:-"gcra bucket"}
+KEYSPACE=${KEYSPACE:-100000}
+PROBES=${PROBES:-2000}
+KEYS=${KEYS:-1000000}
+N=${N:-}
+# shellcheck disable=SC2034  # read by run_throughput
+FLUSH=1
+SERVER_CPUS=${SERVER_CPUS-0}
+CLIENT_CPUS=${CLIENT_CPUS-1}
+RPORT=${RPORT:-16379}
+RPORT2=${RPORT2:-16380}
+PORT=${PORT:-7379}
+PORT2=${PORT2:-7380}
+OUT=${OUT:-$ROOT/bench-results/replication-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+build_rlserver
+LAG=$OUT/repllag
+(cd "$ROOT" && go build -o "$LAG" ./bench/cmd/repllag) || die "go build ./bench/cmd/repllag failed"
+
+# calls PORT: limiter calls so far, the load's and the probes' (INFO commandstats: EVALSHA
+# on Redis, whose total counts the scripts' inner calls too; the limiter on rlserver).
+calls() {
+  redis-cli -h "$HOST" -p "$1" INFO commandstats | tr -d '\r' |
+    awk -F'[:=,]' '$1 ~ /^cmdstat_(evalsha|cl\.throttle|rl\.)/ {n += $3} END {print n + 0}'
+}
+
+link_up() { # link_up PORT: the replica on PORT reports its link up
+  redis-cli -h "$HOST" -p "$1" INFO replication | tr -d '\r' | grep -q '^master_link_status:up$'
+}
+wait_link() {
+  for _ in $(seq 6000); do link_up "$1" && return 0; sleep 0.01; done
+  die "the replica on port $1 did not come up within 60 s"
+}
+
+# primary TARGET: start the primary; sets P_PID and P_PORT.
+primary() {
+  if [ "$1" = redis ]; then
+    start_redis "$RPORT" "$SERVER_CPUS" --repl-diskless-sync yes --repl-diskless-sync-delay 0
+    load_scripts "$RPORT"
+    P_PID=$REDIS_PID P_PORT=$RPORT
+  else
+    start_rlserver "$PORT" "$SERVER_CPUS" 1 --save-interval 0
+    P_PID=$RL_PID P_PORT=$PORT
+  fi
+}
+
+# replica TARGET: start a replica of the primary; sets R_PID and R_PORT.
+replica() {
+  if [ "$1" = redis ]; then
+    start_redis "$RPORT2" "$CLIENT_CPUS" --replicaof "$HOST" "$RPORT"
+    R_PID=$REDIS_PID R_PORT=$RPORT2
+  else
+    start_rlserver "$PORT2" "$CLIENT_CPUS" 1 --save-interval 0 --replicaof "$HOST $PORT"
+    R_PID=$RL_PID R_PORT=$PORT2
+  fi
+}
+
+LAG_CSV=$OUT/lag.csv SYNC_CSV=$OUT/fullsync.csv
+echo "round,target,test,clients,pipeline,load_rps,probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,replica_rtt_p50_us" >"$LAG_CSV"
+echo "round,target,keys,fill_s,sync_s,replica_keys" >"$SYNC_CSV"
+for r in $(seq "$ROUNDS"); do
+  for target in redis rlserver; do
+    primary "$target"
+    run_throughput "$target" "$P_PORT" "$P_PID" "$OUT/$target-alone" "$r"
+    replica "$target"
+    wait_link "$R_PORT"
+    run_throughput "$target" "$P_PORT" "$P_PID" "$OUT/$target-replica" "$r"
+    for s in $LAG_SETTINGS; do
+      for t in $TESTS; do
+        line=$(limiter_cmd "$target" "$t" bench)
+        # The load: the same traffic as above, for as long as the probes take; its rate
+        # from the primary's command count.
+        # shellcheck disable=SC2086
+        $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$P_PORT" -c "${s%%:*}" -P "${s##*:}" -n 100000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &
+        load=$!
+        sleep 0.5
+        c0=$(calls "$P_PORT") t0=$(date +%s.%N)
+        probe=${line/rl:$t:__rand_int__/\{key\}}
+        row=$("$LAG" -primary "$HOST:$P_PORT" -replica "$HOST:$R_PORT" -write "$probe" -n "$PROBES")
+        c1=$(calls "$P_PORT") t1=$(date +%s.%N)
+        kill "$load" 2>/dev/null; wait "$load" 2>/dev/null || true
+        rps=$(awk -v a="$c0" -v b="$c1" -v x="$t0" -v y="$t1" 'BEGIN {printf "%.0f", (b - a) / (y - x)}')
+        echo "$r,$target,$t,${s%%:*},${s##*:},$rps,$row" >>"$LAG_CSV"
+        hlog "$target round $r $t at $s ($rps ops/s) lag: $row"
+      done
+    done
+    stop_server "$R_PID"
+    # Full sync of KEYS keys.
+    redis-cli -h "$HOST" -p "$P_PORT" FLUSHALL >/dev/null
+    fill=$(limiter_cmd "$target" gcra memory)
+    t0=$(date +%s.%N)
+    python3 "$HARNESS/fill.py" "$fill" "$KEYS" 1 | redis-cli -h "$HOST" -p "$P_PORT" --pipe >"$OUT/fill-$target-$r.log" 2>&1
+    t1=$(date +%s.%N)
+    replica "$target"
+    wait_link "$R_PORT"
+    t2=$(date +%s.%N)
+    echo "$r,$target,$KEYS,$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}'),$(awk -v a="$t1" -v b="$t2" 'BEGIN {printf "%.2f", b - a}'),$(dbsize "$R_PORT")" >>"$SYNC_CSV"
+    hlog "$target round $r: full sync of $KEYS keys in $(awk -v a="$t1" -v b="$t2" 'BEGIN {printf "%.2f", b - a}') s"
+    stop_server "$R_PID"
+    stop_server "$P_PID"
+  done
+done
+python3 - "$OUT" <<'PY'
+import csv, statistics, sys, os
+out = sys.argv[1]
+def rows(p):
+    with open(p) as f:
+        return list(csv.DictReader(f))
+print("throughput, medians over rounds: target,test,ops/s alone,ops/s with a replica,ratio,"
+      "primary CPU us/request alone,with a replica,ratio")
+for target in ("redis", "rlserver"):
+    alone = rows(os.path.join(out, target + "-alone", "raw.csv"))
+    repl = rows(os.path.join(out, target + "-replica", "raw.csv"))
+    for t in sorted({r["test"] for r in alone}):
+        med = lambda rs, f: statistics.median(f(r) for r in rs if r["test"] == t)
+        a, b = med(alone, lambda r: float(r["rps"])), med(repl, lambda r: float(r["rps"]))
+        ca = med(alone, lambda r: 1e6 * float(r["server_cpu"]) / float(r["rps"]))
+        cb = med(repl, lambda r: 1e6 * float(r["server_cpu"]) / float(r["rps"]))
+        print(f"{target},{t},{a:.0f},{b:.0f},{b / a:.2f},{ca:.2f},{cb:.2f},{cb / ca:.2f}")
+print("lag under load, medians over rounds: target,test,setting,load ops/s,p50 us,p90 us,p99 us,max us,replica rtt p50 us")
+lag = rows(os.path.join(out, "lag.csv"))
+for target in ("redis", "rlserver"):
+    for key in sorted({(r["test"], r["clients"], r["pipeline"]) for r in lag}):
+        rs = [r for r in lag if r["target"] == target and (r["test"], r["clients"], r["pipeline"]) == key]
+        q = lambda k: statistics.median(float(r[k]) for r in rs)
+        print(f"{target},{key[0]},c{key[1]} P{key[2]},{q('load_rps'):.0f},{q('lag_p50_us'):.0f},{q('lag_p90_us'):.0f},"
+              f"{q('lag_p99_us'):.0f},{q('lag_max_us'):.0f},{q('replica_rtt_p50_us'):.0f}")
+print("full sync (median s over rounds)")
+sync = rows(os.path.join(out, "fullsync.csv"))
+for target in ("redis", "rlserver"):
+    rs = [r for r in sync if r["target"] == target]
+    print(f"{target},{rs[0]['keys']},{statistics.median(float(r['sync_s']) for r in rs):.2f},{rs[-1]['replica_keys']}")
+PY
