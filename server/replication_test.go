@@ -289,6 +289,22 @@ func TestRoleAndInfoThroughEveryTransition(t *testing.T) {
 	require.Equal(t, "1", r.c.Do("WAIT", "1", "5000"))
 	require.Equal(t, r.c.Do("CL.THROTTLE", "after", "1", "2", "60", "0"), p.c.Do("CL.THROTTLE", "after", "1", "2", "60", "0"), "the new primary's decision reached it")
 	require.Equal(t, "1", p.c.Do("EXISTS", "after"))
+	require.Equal(t, concat(replicaHead, replicaMid, commonTail), replicationFields(t, p.c))
+
+	// Down after being up: the primary goes; the replica says since when.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, r.s.Close(ctx))
+	rltest.WaitFor(t, 10*time.Second, "the link down", func() (bool, string) {
+		f := rltest.Info(t, p.c, "replication")
+		return f["master_link_status"] == "down", fmt.Sprint(f)
+	})
+	require.Equal(t, concat(replicaHead, []string{"master_link_down_since_seconds"}, replicaMid, commonTail), replicationFields(t, p.c))
+	f = rltest.Info(t, p.c, "replication")
+	require.Regexp(t, `^\d+$`, f["master_link_down_since_seconds"], "it was up: not -1")
+	require.Equal(t, "-1", f["master_last_io_seconds_ago"])
+	require.Equal(t, "0", f["master_sync_in_progress"])
+	require.Regexp(t, fmt.Sprintf(`^\["slave" "127\.0\.0\.1" %d "(connect|connecting)" -1\]$`, r.port), p.c.Do("ROLE"))
 }
 
 // TestFailoverKeepsLimitsAndStreams: P with replicas R1 and R2; P goes,

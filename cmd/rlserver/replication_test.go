@@ -139,3 +139,45 @@ func TestReplicaRestartResyncsPartially(t *testing.T) {
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
 	rltest.RequireSame(t, rltest.View(t, p.c, 0, 170), rltest.View(t, r.c, 0, 170), "the replica restarted after SIGKILL")
 }
+
+// TestFailoverRealClocks: the replica's wall clock is an hour fast, or an
+// hour slow (--clock-start on the real clock sets the wall clock it
+// follows). Following, and once promoted, its TIME is the primary's
+// timeline: not below the primary's last TIME, nor ahead of it by more
+// than the time that passed (plus the 1% slew); INFO server
+// clock_offset_ms shows the hour; the limits hold.
+func TestFailoverRealClocks(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		fast int64 // the replica's wall clock minus the real one, ms
+	}{{"replica an hour fast", 3600_000}, {"replica an hour slow", -3600_000}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := startNode(t, t.TempDir())
+			r := startReplica(t, t.TempDir(), p.addr, "--clock-start", strconv.FormatInt(time.Now().UnixMilli()+c.fast, 10))
+			rltest.Exhaust(t, p.c, 0, 50)
+			start := time.Now()
+			last := serverTime(t, p.c)
+			// A write after that TIME, acknowledged: the replica has a
+			// primary reading at least as late.
+			p.c.Do("RL.FIXED", "after-time", "5", "1m")
+			require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+			p.stop(t, "SIGKILL")
+			require.Equal(t, "+OK", r.c.Do("REPLICAOF", "NO", "ONE"))
+			now := serverTime(t, r.c)
+			passed := time.Since(start).Microseconds()
+			require.GreaterOrEqual(t, now, last, "not below the primary's last TIME")
+			require.LessOrEqual(t, now-last, passed+passed/100+1000, "not ahead by more than the time that passed")
+			off := rltest.InfoInt(t, r.c, "server", "clock_offset_ms")
+			require.InDelta(t, -c.fast, off, 60_000, "clock_offset_ms: the server clock minus the replica's wall clock")
+			for _, k := range rltest.Limiters {
+				for i := range 50 {
+					reply := r.c.Do(k.Take(k.Prefix + ":" + strconv.Itoa(i))...)
+					require.True(t, strings.HasPrefix(reply, "[1 "), "%s:%d after the failover: %s", k.Prefix, i, reply)
+				}
+			}
+			later := serverTime(t, r.c)
+			require.GreaterOrEqual(t, later, now)
+			require.LessOrEqual(t, later-last, time.Since(start).Microseconds()*101/100+1000)
+		})
+	}
+}
