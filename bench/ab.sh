@@ -13,6 +13,7 @@
 #   ROUNDS [5]  DURATION [3]  SETTINGS ["50:16"]  KEYSPACE [100000]  N []
 #   TESTS [ping_mbulk gcra fixed log slide bucket]
 #   SERVER_CPUS [0] CLIENT_CPUS [1]  PORT [7379]  OUT [bench-results/ab-<date>]
+#   FLAGS ["--save-interval 0"] the servers' flags (e.g. "--save-interval 1s": snapshots on)
 # Needs python3, taskset, Debian's redis-tools.
 # Usage: A=/tmp/rl-a B=/tmp/rl-b bench/ab.sh
 set -euo pipefail
@@ -30,13 +31,14 @@ TESTS=${TESTS:-"ping_mbulk gcra fixed log slide bucket"}
 SERVER_CPUS=${SERVER_CPUS-0}
 CLIENT_CPUS=${CLIENT_CPUS-1}
 PORT=${PORT:-7379}
+read -r -a FLAGV <<<"${FLAGS:---save-interval 0}"
 OUT=${OUT:-$ROOT/bench-results/ab-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 for r in $(seq "$ROUNDS"); do
   for side in A B; do
     RLSERVER=${!side}
-    start_rlserver "$PORT" "$SERVER_CPUS" 1 --save-interval 0
+    start_rlserver "$PORT" "$SERVER_CPUS" 1 "${FLAGV[@]}"
     run_throughput rlserver "$PORT" "$RL_PID" "$OUT/$side" "$r"
     stop_server "$RL_PID"
   done

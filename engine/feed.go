@@ -162,6 +162,9 @@ func (s *shard) markDirtyLocked(off int, tag uint32) {
 		return
 	}
 	h := s.data[off]
+	if h&s.feedBits == s.feedBits {
+		return // listed by every feed that listens (a key written again)
+	}
 	for i := range s.feeds {
 		fs := &s.feeds[i]
 		if h&fs.bit != 0 || fs.muted {
