@@ -264,7 +264,8 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 // NoOne promotes the node (REPLICAOF NO ONE): it stops following, starts
 // a new replication id, keeping the old one as replid2 up to this offset
 // (so the other replicas of its former primary continue partially), and
-// its clock continues from its primary's timeline. On a primary it
+// its clock continues from its primary's timeline. Its own replicas are
+// disconnected and continue partially with the new id. On a primary it
 // changes nothing.
 func (m *Manager) NoOne() {
 	m.mu.Lock()
@@ -277,6 +278,10 @@ func (m *Manager) NoOne() {
 	m.shiftIDLocked()
 	m.ensureBacklogLocked()
 	m.feed.Mute(false)
+	// As Redis: its own replicas reconnect, and learn the new id from
+	// +CONTINUE; kept on, they would ask later with the old id past
+	// second_repl_offset and need a full sync.
+	m.dropLinksLocked()
 	now := m.clk.Promote()
 	m.e.ResetTime(now)
 	m.o.ReadOnly(false)

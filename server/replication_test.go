@@ -361,3 +361,36 @@ func TestDemotedPrimaryDropsWhatItDecidedAlone(t *testing.T) {
 	require.Equal(t, "0", p.c.Do("EXISTS", "alone"), "what it decided alone is dropped")
 	rltest.RequireSame(t, rltest.View(t, r.c, 0, 10), rltest.View(t, p.c, 0, 10), "the demoted primary")
 }
+
+// TestChainedReplica: a replica of a replica takes its state and the
+// stream through it, and stays on when the middle one is promoted.
+func TestChainedReplica(t *testing.T) {
+	p, r1, r2 := startRepl(t), startRepl(t), startRepl(t)
+	rltest.Exhaust(t, p.c, 0, 100)
+	follow(t, r1, p)
+	follow(t, r2, r1)
+	rltest.Exhaust(t, p.c, 100, 200)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "5000"))
+	want := rltest.View(t, p.c, 0, 200)
+	rltest.WaitFor(t, 10*time.Second, "R2 at R1's offset", func() (bool, string) {
+		a := rltest.Info(t, r1.c, "replication")["master_repl_offset"]
+		b := rltest.Info(t, r2.c, "replication")["master_repl_offset"]
+		return a == b, a + " " + b
+	})
+	rltest.RequireSame(t, want, rltest.View(t, r2.c, 0, 200), "the replica of a replica")
+	require.Equal(t, "1", rltest.Info(t, r1.c, "replication")["connected_slaves"])
+
+	// R1 promoted: R2 reconnects, continues partially, takes the new id
+	// and gets what R1 decides.
+	require.Equal(t, "+OK", r1.c.Do("REPLICAOF", "NO", "ONE"))
+	rltest.WaitFor(t, 10*time.Second, "R2's partial resync", func() (bool, string) {
+		v := rltest.InfoInt(t, r1.c, "stats", "sync_partial_ok")
+		return v == 1, fmt.Sprint(v)
+	})
+	waitLinkUp(t, r2)
+	require.Equal(t, rltest.Info(t, r1.c, "replication")["master_replid"], rltest.Info(t, r2.c, "replication")["master_replid"])
+	rltest.Exhaust(t, r1.c, 200, 210)
+	require.Equal(t, "1", r1.c.Do("WAIT", "1", "5000"))
+	rltest.RequireSame(t, rltest.View(t, r1.c, 0, 210), rltest.View(t, r2.c, 0, 210), "after R1's promotion")
+	require.Equal(t, int64(1), rltest.InfoInt(t, r1.c, "stats", "sync_full"), "R2 was not resynced fully")
+}
