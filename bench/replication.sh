@@ -18,6 +18,7 @@
 #   TESTS [gcra bucket]  KEYSPACE [100000]
 #   PROBES [2000]  KEYS [1000000]  SERVER_CPUS [0]  CLIENT_CPUS [1]
 #   RPORT [16379] RPORT2 [16380] PORT [7379] PORT2 [7380]  OUT [bench-results/replication-<date>]
+#   TARGETS ["redis rlserver"]  RLSERVER_BIN [] a built rlserver (default: build this checkout)
 # Needs Go, python3, taskset, Debian's redis-server and redis-tools.
 # Usage: bench/replication.sh   (a smoke run: ROUNDS=1 DURATION=1 PROBES=200 KEYS=100000 bench/replication.sh)
 set -euo pipefail
@@ -89,7 +90,7 @@ LAG_CSV=$OUT/lag.csv SYNC_CSV=$OUT/fullsync.csv
 echo "round,target,test,clients,pipeline,load_rps,probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,replica_rtt_p50_us" >"$LAG_CSV"
 echo "round,target,keys,fill_s,sync_s,replica_keys" >"$SYNC_CSV"
 for r in $(seq "$ROUNDS"); do
-  for target in redis rlserver; do
+  for target in ${TARGETS:-redis rlserver}; do
     primary "$target"
     run_throughput "$target" "$P_PORT" "$P_PID" "$OUT/$target-alone" "$r"
     replica "$target"

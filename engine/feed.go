@@ -77,10 +77,12 @@ func (e *Engine) NewFeed() *Feed {
 // applying the records. The records own their memory.
 func (f *Feed) Next(fn func(Record)) (flushed bool) {
 	var recs []Record
+	deleted := func(k string) { recs = append(recs, Record{Key: k}) }
+	written := func(p parsed) { recs = append(recs, recordOf(p)) }
 	for _, s := range f.e.shards {
 		recs = recs[:0]
 		s.mu.Lock()
-		flushed = f.takeLocked(s, &recs) || flushed
+		flushed = f.takeLocked(s, deleted, written) || flushed
 		s.mu.Unlock()
 		for _, r := range recs {
 			fn(r)
@@ -89,15 +91,42 @@ func (f *Feed) Next(fn func(Record)) (flushed bool) {
 	return flushed
 }
 
+// NextEach is Next without copies, for a reader that encodes each change
+// at once (replication): fn gets each change while its shard is locked,
+// the key and the record (Key empty, Log reused) borrowed for the call.
+func (f *Feed) NextEach(fn func(key []byte, r *Record)) (flushed bool) {
+	var r Record
+	deleted := func(k string) {
+		r = Record{}
+		fn([]byte(k), &r)
+	}
+	written := func(p parsed) {
+		e := p.e
+		r = Record{Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c, Log: r.Log[:0]}
+		if algorithmOf(e.kind).hasRuns {
+			r.Log = decodeRuns(r.Log, uint64(e.deadline), p.runs)
+			r.B = 0
+		}
+		fn(p.key, &r)
+	}
+	for _, s := range f.e.shards {
+		s.mu.Lock()
+		flushed = f.takeLocked(s, deleted, written) || flushed
+		s.mu.Unlock()
+	}
+	return flushed
+}
+
 // takeLocked empties the feed's list in shard s, clearing its dirty bits,
-// and appends the records listed to recs unless recs is nil. It reports
-// whether the shard was flushed. s.mu must be held.
-func (f *Feed) takeLocked(s *shard, recs *[]Record) (flushed bool) {
+// and passes each deleted key to deleted and each written record, parsed
+// in place, to written (both may be nil: the changes are dropped). It
+// reports whether the shard was flushed. s.mu must be held.
+func (f *Feed) takeLocked(s *shard, deleted func(string), written func(parsed)) (flushed bool) {
 	fs := &s.feeds[f.i]
 	flushed = fs.flushed
-	if recs != nil {
+	if deleted != nil {
 		for _, k := range fs.deleted {
-			*recs = append(*recs, Record{Key: k})
+			deleted(k)
 		}
 	}
 	for _, tag := range fs.dirty {
@@ -116,8 +145,8 @@ func (f *Feed) takeLocked(s *shard, recs *[]Record) (flushed bool) {
 				}
 				if off := slotOff(t[p]); s.data[off]&f.bit != 0 {
 					s.data[off] &^= f.bit
-					if recs != nil {
-						*recs = append(*recs, recordOf(parseRecord(s.data, off)))
+					if written != nil {
+						written(parseRecord(s.data, off))
 					}
 				}
 			}
@@ -137,7 +166,7 @@ func (f *Feed) Mute(on bool) {
 		s.mu.Lock()
 		fs := &s.feeds[f.i]
 		if on && !fs.muted {
-			f.takeLocked(s, nil)
+			f.takeLocked(s, nil, nil)
 		}
 		fs.muted = on
 		s.feedBits = 0

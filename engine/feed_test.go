@@ -150,3 +150,38 @@ func TestMutedFeedListsNothing(t *testing.T) {
 	got, _ = drain(b)
 	require.Equal(t, []string{"w=3", "x=2"}, got)
 }
+
+// TestNextEachReportsWhatNextDoes: two feeds of one engine, one read with
+// Next and one with NextEach (copying what it borrows), report the same
+// changes: writes of every kind, logs included, and deletions.
+func TestNextEachReportsWhatNextDoes(t *testing.T) {
+	now := int64(1e12)
+	e := New(4)
+	st := e.Store()
+	a, b := e.NewFeed(), e.NewFeed()
+	for i := range 200 {
+		key := []byte(fmt.Sprintf("k%d", i%60))
+		kind := []Kind{KindFixed, KindLog, KindSlide, KindBucket}[i%60%4]
+		_, err := st.Limit(kind, key, Params{Limit: 5, Window: 1e9, Rate: 1, Cost: 1}, now)
+		require.NoError(t, err)
+		if i%7 == 0 {
+			st.Delete([]byte(fmt.Sprintf("k%d", (i+3)%60)), now)
+		}
+		now += 1e6
+	}
+	var viaNext, viaEach []string
+	a.Next(func(r Record) { viaNext = append(viaNext, fmt.Sprintf("%+v", r)) })
+	b.NextEach(func(key []byte, r *Record) {
+		c := *r
+		c.Key = string(key)
+		c.Log = append([]int64(nil), r.Log...)
+		if len(c.Log) == 0 {
+			c.Log = nil
+		}
+		viaEach = append(viaEach, fmt.Sprintf("%+v", c))
+	})
+	sort.Strings(viaNext)
+	sort.Strings(viaEach)
+	require.NotEmpty(t, viaNext)
+	require.Equal(t, viaNext, viaEach)
+}

@@ -30,6 +30,13 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // The checksum covers the key as well as everything before it, so a
 // record moved to another key is detected too.
 func AppendRecord(dst []byte, r engine.Record) []byte {
+	return AppendState(dst, []byte(r.Key), &r)
+}
+
+// AppendState is AppendRecord for the record r of key (r.Key is not
+// read): a caller holding the key as bytes, borrowed, encodes without
+// copying it (replication's stream).
+func AppendState(dst, key []byte, r *engine.Record) []byte {
 	start := len(dst)
 	dst = append(dst, RecordVersion, byte(r.Kind))
 	dst = binary.AppendVarint(dst, r.Deadline)
@@ -40,7 +47,7 @@ func AppendRecord(dst []byte, r engine.Record) []byte {
 	for _, v := range r.Log {
 		dst = binary.AppendVarint(dst, v)
 	}
-	sum := crc32.Update(crc32.Checksum([]byte(r.Key), crcTable), crcTable, dst[start:])
+	sum := crc32.Update(crc32.Checksum(key, crcTable), crcTable, dst[start:])
 	return binary.LittleEndian.AppendUint32(dst, sum)
 }
 

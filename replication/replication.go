@@ -86,6 +86,8 @@ type Manager struct {
 	lastState int64
 	bl        *backlog // nil until a replica attaches or the node follows
 	fw        frameWriter
+	body      []byte // the pump's encoded changes (take), and where each ends
+	bounds    []int
 	last      time.Time // when the last frame was written
 	links     map[*link]struct{}
 	seq       uint64    // links attached so far
@@ -175,9 +177,12 @@ func (m *Manager) pump(beat bool) {
 	if m.up != nil || m.bl == nil {
 		return // the feed is muted: a replica's stream is its primary's, and without a backlog there is no stream
 	}
-	var recs []engine.Record
-	flushed := m.feed.Next(func(r engine.Record) { recs = append(recs, r) })
-	if len(recs) == 0 && !flushed && (len(m.links) == 0 || (!beat && time.Since(m.last) < heartbeatEvery)) {
+	// The changes are encoded as they are read, each shard locked
+	// meanwhile; the frames around them, which carry the clock read
+	// after, are built next.
+	m.body, m.bounds = m.body[:0], m.bounds[:0]
+	flushed := m.feed.NextEach(m.take)
+	if len(m.bounds) == 0 && !flushed && (len(m.links) == 0 || (!beat && time.Since(m.last) < heartbeatEvery)) {
 		return // heartbeats are for replicas: without any the stream stays put
 	}
 	now := m.clk.Now()
@@ -185,20 +190,23 @@ func (m *Manager) pump(beat bool) {
 	if flushed {
 		m.fw.frame(frameFlush, now)
 	}
-	for _, r := range recs {
-		m.fw.record(r, now)
-	}
-	m.fw.close()
+	m.fw.entries(m.body, m.bounds, now)
 	if len(m.fw.buf) == 0 {
 		m.fw.frame(frameHeartbeat, now)
 	}
 	m.appendLocked(m.fw.buf)
-	if len(recs) > 0 || flushed {
+	if len(m.bounds) > 0 || flushed {
 		m.lastState = m.offset
 	}
-	if cap(m.fw.buf) > 1<<20 {
-		m.fw.buf = nil
+	if cap(m.fw.buf) > 1<<20 { // a burst's large buffers are let go
+		m.fw.buf, m.body, m.bounds = nil, nil, nil
 	}
+}
+
+// take encodes one change into m.body (Feed.NextEach). m.mu is held.
+func (m *Manager) take(key []byte, r *engine.Record) {
+	m.body = appendEntry(m.body, key, r)
+	m.bounds = append(m.bounds, len(m.body))
 }
 
 // appendLocked adds stream bytes to the backlog and wakes the links.

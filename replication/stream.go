@@ -89,18 +89,43 @@ func (f *frameWriter) record(r engine.Record, now int64) {
 		f.close()
 		f.open(frameRecords, now)
 	}
-	f.buf = binary.AppendUvarint(f.buf, uint64(len(r.Key)))
-	f.buf = append(f.buf, r.Key...)
-	at := len(f.buf)
-	f.buf = append(f.buf, 0) // the record's length, a byte if it fits
-	f.buf = persist.AppendRecord(f.buf, r)
-	if n := len(f.buf) - at - 1; n < 0x80 {
-		f.buf[at] = byte(n)
-	} else {
-		rec := append([]byte(nil), f.buf[at+1:]...)
-		f.buf = binary.AppendUvarint(f.buf[:at], uint64(n))
-		f.buf = append(f.buf, rec...)
+	f.buf = appendEntry(f.buf, []byte(r.Key), &r)
+}
+
+// entries adds records frames (at now) holding the entries in body,
+// whose ends are bounds: as many whole entries per frame as fit under
+// recordsFrameCut (at least one).
+func (f *frameWriter) entries(body []byte, bounds []int, now int64) {
+	f.close()
+	from := 0
+	for i := 0; i < len(bounds); {
+		j := i + 1
+		for j < len(bounds) && bounds[j]-from <= recordsFrameCut {
+			j++
+		}
+		f.open(frameRecords, now)
+		f.buf = append(f.buf, body[from:bounds[j-1]]...)
+		f.close()
+		from, i = bounds[j-1], j
 	}
+}
+
+// appendEntry appends one entry of a records frame: the key's length,
+// the key, the record's length and the record (persist.AppendState).
+func appendEntry(dst, key []byte, r *engine.Record) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	at := len(dst)
+	dst = append(dst, 0) // the record's length, a byte if it fits
+	dst = persist.AppendState(dst, key, r)
+	if n := len(dst) - at - 1; n < 0x80 {
+		dst[at] = byte(n)
+	} else {
+		rec := append([]byte(nil), dst[at+1:]...)
+		dst = binary.AppendUvarint(dst[:at], uint64(n))
+		dst = append(dst, rec...)
+	}
+	return dst
 }
 
 // frame is one decoded frame: its kind, the sender's clock, and, for a

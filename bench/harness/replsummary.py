@@ -14,7 +14,7 @@ def rows(p):
         return list(csv.DictReader(f))
 print("throughput, medians over rounds: target,test,ops/s alone,ops/s with a replica,ratio,"
       "primary CPU us/request alone,with a replica,ratio")
-for target in ("redis", "rlserver"):
+for target in [t for t in ("redis", "rlserver") if os.path.exists(os.path.join(out, t + "-alone"))]:
     alone = rows(os.path.join(out, target + "-alone", "raw.csv"))
     repl = rows(os.path.join(out, target + "-replica", "raw.csv"))
     for t in sorted({r["test"] for r in alone}):
@@ -25,7 +25,7 @@ for target in ("redis", "rlserver"):
         print(f"{target},{t},{a:.0f},{b:.0f},{b / a:.2f},{ca:.2f},{cb:.2f},{cb / ca:.2f}")
 print("lag under load, medians over rounds: target,test,setting,load ops/s,p50 us,p90 us,p99 us,max us,replica rtt p50 us")
 lag = rows(os.path.join(out, "lag.csv"))
-for target in ("redis", "rlserver"):
+for target in [t for t in ("redis", "rlserver") if os.path.exists(os.path.join(out, t + "-alone"))]:
     for key in sorted({(r["test"], r["clients"], r["pipeline"]) for r in lag}):
         rs = [r for r in lag if r["target"] == target and (r["test"], r["clients"], r["pipeline"]) == key]
         q = lambda k: statistics.median(float(r[k]) for r in rs)
@@ -33,6 +33,6 @@ for target in ("redis", "rlserver"):
               f"{q('lag_p99_us'):.0f},{q('lag_max_us'):.0f},{q('replica_rtt_p50_us'):.0f}")
 print("full sync (median s over rounds)")
 sync = rows(os.path.join(out, "fullsync.csv"))
-for target in ("redis", "rlserver"):
+for target in [t for t in ("redis", "rlserver") if os.path.exists(os.path.join(out, t + "-alone"))]:
     rs = [r for r in sync if r["target"] == target]
     print(f"{target},{rs[0]['keys']},{statistics.median(float(r['sync_s']) for r in rs):.2f},{rs[-1]['replica_keys']}")

@@ -1,0 +1,76 @@
+package replication
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFramesRoundTrip: records encoded one by one (a full sync) or as a
+// body of entries cut into frames (the pump), with a flush and a
+// heartbeat between, parse back to the same records in the same order,
+// the pump's frames under the cut but for a single larger entry.
+func TestFramesRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	var recs []engine.Record
+	for i := range 3000 {
+		rec := engine.Record{Key: "k" + strconv.Itoa(i), Kind: engine.KindFixed, Deadline: r.Int64(), A: r.Int64(), B: r.Int64N(100)}
+		switch i % 5 {
+		case 1:
+			rec = engine.Record{Key: rec.Key} // a deletion
+		case 2:
+			rec.Kind, rec.B = engine.KindLog, 0
+			for range r.IntN(20_000) { // a few entries larger than a frame's cut
+				rec.Log = append(rec.Log, r.Int64N(1<<40))
+			}
+		}
+		recs = append(recs, rec)
+	}
+	var fw frameWriter
+	fw.start = -1
+	for _, rec := range recs[:1000] {
+		fw.record(rec, 7)
+	}
+	fw.close()
+	fw.frame(frameFlush, 8)
+	var body []byte
+	var bounds []int
+	for _, rec := range recs[1000:] {
+		body = appendEntry(body, []byte(rec.Key), &rec)
+		bounds = append(bounds, len(body))
+	}
+	fw.entries(body, bounds, 9)
+	fw.frame(frameHeartbeat, 10)
+
+	var got []engine.Record
+	var kinds []byte
+	for b := fw.buf; len(b) > 0; {
+		f, n, err := parseFrame(b)
+		require.NoError(t, err)
+		require.NotZero(t, n, "a whole frame")
+		kinds = append(kinds, f.kind)
+		entries := 0
+		require.NoError(t, f.records(func(rec engine.Record) error {
+			got = append(got, rec)
+			entries++
+			return nil
+		}))
+		if f.now == 9 && entries > 1 { // the pump's frames: whole entries under the cut
+			require.LessOrEqual(t, len(f.body), recordsFrameCut)
+		}
+		b = b[n:]
+	}
+	require.Equal(t, len(recs), len(got))
+	for i := range recs {
+		want := recs[i]
+		if want.Log == nil && got[i].Log != nil && len(got[i].Log) == 0 {
+			got[i].Log = nil
+		}
+		require.Equal(t, want, got[i], "record %d", i)
+	}
+	require.Equal(t, byte(frameHeartbeat), kinds[len(kinds)-1])
+	require.Contains(t, string(kinds), "rf", "the flush between the two batches")
+}
