@@ -37,15 +37,7 @@ func startRepl(t *testing.T, opts ...rltest.Option) *replNode {
 func follow(t *testing.T, r, p *replNode) {
 	t.Helper()
 	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(p.port)))
-	waitLinkUp(t, r)
-}
-
-func waitLinkUp(t *testing.T, r *replNode) {
-	t.Helper()
-	rltest.WaitFor(t, 10*time.Second, "the replica's link up", func() (bool, string) {
-		f := rltest.Info(t, r.c, "replication")
-		return f["master_link_status"] == "up", fmt.Sprint(f)
-	})
+	rltest.WaitLinkUp(t, r.c)
 }
 
 func TestReplicaHoldsThePrimarysLimits(t *testing.T) {
@@ -387,10 +379,45 @@ func TestChainedReplica(t *testing.T) {
 		v := rltest.InfoInt(t, r1.c, "stats", "sync_partial_ok")
 		return v == 1, fmt.Sprint(v)
 	})
-	waitLinkUp(t, r2)
+	rltest.WaitLinkUp(t, r2.c)
 	require.Equal(t, rltest.Info(t, r1.c, "replication")["master_replid"], rltest.Info(t, r2.c, "replication")["master_replid"])
 	rltest.Exhaust(t, r1.c, 200, 210)
 	require.Equal(t, "1", r1.c.Do("WAIT", "1", "5000"))
 	rltest.RequireSame(t, rltest.View(t, r1.c, 0, 210), rltest.View(t, r2.c, 0, 210), "after R1's promotion")
 	require.Equal(t, int64(1), rltest.InfoInt(t, r1.c, "stats", "sync_full"), "R2 was not resynced fully")
+}
+
+// TestMasterAuthAndAnnounce: a primary with --requirepass takes a replica
+// only with --masterauth; the replica is listed with the address and
+// port it announces; an idle primary's clock reaches the replica by
+// heartbeat, with no write.
+func TestMasterAuthAndAnnounce(t *testing.T) {
+	p := startRepl(t, func(o *server.Options) { o.Config.RequirePass = "s3cret" })
+	require.Equal(t, "+OK", p.c.Do("AUTH", "s3cret"))
+	port := strconv.Itoa(p.port)
+
+	without := startRepl(t)
+	require.Equal(t, "+OK", without.c.Do("REPLICAOF", "127.0.0.1", port))
+	with := startRepl(t, func(o *server.Options) {
+		o.Config.MasterAuth = "s3cret"
+		o.Config.ReplicaAnnounceIP = "127.0.0.9"
+		o.Config.ReplicaAnnouncePort = 7000
+	})
+	require.Equal(t, "+OK", with.c.Do("REPLICAOF", "127.0.0.1", port))
+	rltest.WaitLinkUp(t, with.c)
+	rltest.WaitFor(t, 10*time.Second, "the replica listed", func() (bool, string) {
+		v := rltest.Info(t, p.c, "replication")["slave0"]
+		return strings.HasPrefix(v, "ip=127.0.0.9,port=7000,state=online,"), v
+	})
+	require.Equal(t, "1", rltest.Info(t, p.c, "replication")["connected_slaves"], "only the replica with the password")
+	require.Equal(t, "down", rltest.Info(t, without.c, "replication")["master_link_status"])
+
+	// Heartbeats: the primary's clock moves with no write, and the
+	// replica's TIME follows.
+	require.Equal(t, "+OK", p.c.Do("DEBUG", "CLOCK", "ADVANCE", "3600000"))
+	want := p.c.Do("TIME")
+	rltest.WaitFor(t, 10*time.Second, "the replica's TIME to follow", func() (bool, string) {
+		got := with.c.Do("TIME")
+		return got == want, got + " want " + want
+	})
 }

@@ -24,16 +24,8 @@ func startReplica(t *testing.T, dir, primary string, args ...string) *instance {
 	host, port, ok := strings.Cut(primary, ":")
 	require.True(t, ok, primary)
 	r := startNode(t, dir, append([]string{"--replicaof", host + " " + port}, args...)...)
-	linkUp(t, r)
+	rltest.WaitLinkUp(t, r.c)
 	return r
-}
-
-func linkUp(t *testing.T, r *instance) {
-	t.Helper()
-	rltest.WaitFor(t, 20*time.Second, "the replica's link up", func() (bool, string) {
-		f := rltest.Info(t, r.c, "replication")
-		return f["master_link_status"] == "up", fmt.Sprint(f)
-	})
 }
 
 // TestFailoverKill9KeepsLimitsAndTime: the primary's manual clock is an
@@ -97,7 +89,7 @@ func TestBacklogOverrunResyncsFully(t *testing.T) {
 		write()
 		require.NoError(t, r.cmd.Process.Signal(syscall.SIGCONT))
 		rltest.WaitFor(t, 20*time.Second, want, func() (bool, string) { s := stats(); return s == want, s })
-		linkUp(t, r)
+		rltest.WaitLinkUp(t, r.c)
 	}
 	pause(func() { rltest.Exhaust(t, p.c, 0, 10) }, "full=1 ok=1 err=0")   // a few KB: still in the backlog
 	pause(func() { rltest.Exhaust(t, p.c, 10, 500) }, "full=2 ok=1 err=1") // far past 16 KB

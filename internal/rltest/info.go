@@ -1,6 +1,7 @@
 package rltest
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,4 +81,14 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() (ok bool, s
 func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	WaitFor(t, d, what, func() (bool, string) { return cond(), "" })
+}
+
+// WaitLinkUp waits until the replica c reports its link to its primary up
+// (INFO replication master_link_status).
+func WaitLinkUp(t testing.TB, c Doer) {
+	t.Helper()
+	WaitFor(t, 20*time.Second, "the replica's link up", func() (bool, string) {
+		f := Info(t, c, "replication")
+		return f["master_link_status"] == "up", fmt.Sprint(f)
+	})
 }
