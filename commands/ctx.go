@@ -45,7 +45,7 @@ type Node interface {
 	ReplicaOfNoOne() error
 	Role() Role
 	Psync(s *Session, replid string, offset int64) error
-	Wait(s *Session, replicas int, timeout time.Duration) (int, error)
+	Wait(s *Session, replicas int, timeout time.Duration) (now int, later func() int, err error)
 	KillPrimaryLink() int
 	KillReplicaLinks() int
 	// RunQueued runs EXEC's queue for s as one atomic step at now,

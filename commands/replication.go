@@ -74,12 +74,18 @@ func cmdWait(x *Ctx) {
 		x.Error(ErrTimeoutNeg)
 		return
 	}
-	got, err := x.N.Wait(x.C, int(min(max(n, 0), 1<<30)), time.Duration(min(ms, int64(1<<62)/int64(time.Millisecond)))*time.Millisecond)
-	if err != nil {
+	now, later, err := x.N.Wait(x.C, int(min(max(n, 0), 1<<30)), time.Duration(min(ms, int64(1<<62)/int64(time.Millisecond)))*time.Millisecond)
+	switch {
+	case err != nil:
 		x.Error(err)
-		return
+	case later == nil:
+		x.W.Int(int64(now))
+	default:
+		x.C.Park(func() func(Writer) {
+			k := int64(later())
+			return func(w Writer) { w.Int(k) }
+		})
 	}
-	x.W.Int(int64(got))
 }
 
 // cmdReplconf takes a replica's handshake options. ACK and GETACK on an

@@ -43,6 +43,9 @@ type Session struct {
 	ReplIP   string
 	// wrote: a write command ran on this connection (WAIT).
 	wrote bool
+	// park, once set (a WAIT that must wait), blocks for the command's
+	// reply (TakePark).
+	park func() func(Writer)
 
 	mu      sync.Mutex // guards name, libName, libVer
 	name    string
@@ -67,6 +70,20 @@ func (s *Session) Wrote() { s.wrote = true }
 
 // HasWritten reports whether a write command ran on the connection.
 func (s *Session) HasWritten() bool { return s.wrote }
+
+// Park defers the current command's reply: wait blocks until it is
+// known and returns what writes it. The connection runs wait on a
+// goroutine of its own, reads nothing more meanwhile (as Redis blocks a
+// client), and others on its event loop go on.
+func (s *Session) Park(wait func() func(Writer)) { s.park = wait }
+
+// TakePark returns, once, the wait Park set for the current command, or
+// nil.
+func (s *Session) TakePark() func() func(Writer) {
+	p := s.park
+	s.park = nil
+	return p
+}
 
 // Proto is the negotiated protocol version, 2 or 3.
 func (s *Session) Proto() int { return s.proto }

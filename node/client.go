@@ -29,6 +29,9 @@ type Client struct {
 	// handoff, once set (PSYNC), takes the connection over after the
 	// command's reply is written (TakeHandoff).
 	handoff func(conn net.Conn, pending []byte)
+	// inExec: EXEC is running the client's queued commands (under every
+	// shard's lock: nothing may wait).
+	inExec bool
 }
 
 // TakeHandoff returns, once, what takes over the client's connection

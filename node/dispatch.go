@@ -69,6 +69,8 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Writer, now int64) {
 	c := n.clientOf(s)
 	saved := c.ctx // EXEC's own context: the queued runs reuse c.ctx
+	c.inExec = true
+	defer func() { c.inExec = false }()
 	n.engine.Atomic(func(st engine.Store) {
 		for _, args := range queue {
 			cmd, err := n.resolve(c, args)

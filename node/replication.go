@@ -79,15 +79,19 @@ func (n *Node) Psync(s *commands.Session, replid string, offset int64) error {
 	return nil
 }
 
-// Wait is WAIT: replicas that acknowledged s's writes.
-func (n *Node) Wait(s *commands.Session, replicas int, timeout time.Duration) (int, error) {
+// Wait is WAIT: replicas that acknowledged s's writes, now or, when it
+// must wait for them, later (replication.Manager.Wait). Inside EXEC it
+// never waits, as Redis's does not.
+func (n *Node) Wait(s *commands.Session, replicas int, timeout time.Duration) (int, func() int, error) {
 	if n.repl == nil {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if n.repl.IsReplica() {
-		return 0, commands.ErrWaitOnReplica
+		return 0, nil, commands.ErrWaitOnReplica
 	}
-	return n.repl.Wait(replicas, timeout, s.HasWritten()), nil
+	c := n.clientOf(s)
+	now, later := n.repl.Wait(replicas, timeout, s.HasWritten(), c == nil || !c.inExec)
+	return now, later, nil
 }
 
 // KillPrimaryLink cuts a replica's link to its primary.

@@ -92,6 +92,7 @@ type Manager struct {
 	links     map[*link]struct{}
 	seq       uint64    // links attached so far
 	up        *upstream // non-nil while a replica
+	stopped   bool      // Run has returned: nothing waits any more
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 }
@@ -153,6 +154,8 @@ func (m *Manager) Run(ctx context.Context) {
 				m.up.stop() // m.up stays: the final snapshot stores the position
 			}
 			m.dropLinksLocked()
+			m.stopped = true
+			m.cond.Broadcast()
 			m.mu.Unlock()
 			return
 		case <-t.C:
@@ -332,27 +335,45 @@ func (m *Manager) KillPrimary() int {
 	return m.up.cut()
 }
 
-// Wait blocks until n replicas have acknowledged the stream up to what
-// the engine holds now and this node's clock reading, or timeout (0: no limit) passes, and returns how
-// many have (WAIT). wrote is false when the caller made no write: then it
-// returns the replicas connected, at once.
-func (m *Manager) Wait(n int, timeout time.Duration, wrote bool) int {
+// Wait is WAIT: how many replicas have acknowledged the stream up to what
+// the engine holds now, and this node's clock reading. When n of them
+// have already, or the caller made no write (wrote false: the replicas
+// online count), or it may not block (inside EXEC: no pump either, the
+// shards being locked), the answer is now and later is nil. Otherwise
+// later blocks until n have, timeout passes (0: no limit) or the Manager
+// stops, and returns how many have.
+func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int, later func() int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !wrote || len(m.links) == 0 {
-		return m.onlineLocked()
+		return m.onlineLocked(), nil
 	}
-	m.pump(true)
+	if block {
+		m.pump(true)
+	}
 	target := m.offset
-	acked := func() int {
-		k := 0
-		for l := range m.links {
-			if l.ack >= target {
-				k++
-			}
-		}
-		return k
+	if k := m.ackedLocked(target); k >= n || !block {
+		return k, nil
 	}
+	return 0, func() int { return m.waitAcks(n, target, timeout) }
+}
+
+// ackedLocked counts the replicas that acknowledged offset target.
+func (m *Manager) ackedLocked(target int64) int {
+	k := 0
+	for l := range m.links {
+		if l.ack >= target {
+			k++
+		}
+	}
+	return k
+}
+
+// waitAcks blocks until n replicas acknowledged target, timeout passes
+// (0: no limit) or the Manager stops, and returns how many have.
+func (m *Manager) waitAcks(n int, target int64, timeout time.Duration) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	expired := false
 	if timeout > 0 {
 		t := time.AfterFunc(timeout, func() {
@@ -364,8 +385,8 @@ func (m *Manager) Wait(n int, timeout time.Duration, wrote bool) int {
 		defer t.Stop()
 	}
 	for {
-		k := acked()
-		if k >= n || expired {
+		k := m.ackedLocked(target)
+		if k >= n || expired || m.stopped {
 			return k
 		}
 		m.cond.Wait()

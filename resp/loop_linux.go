@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/node"
 )
 
@@ -40,8 +41,11 @@ type loop struct {
 	exited bool // its descriptors are closed (guarded by mu)
 	events []syscall.EpollEvent
 	round  []*lconn // connections with replies to write this round
-	keys   [][]byte // scratch: the keys of a batch to prefetch
-	swept  time.Time
+	// unparked are the parked connections whose replies came, with what
+	// writes each (guarded by mu).
+	unparked []unparked
+	keys     [][]byte // scratch: the keys of a batch to prefetch
+	swept    time.Time
 }
 
 // lconn is one connection on a loop.
@@ -57,8 +61,11 @@ type lconn struct {
 	// error, a limit), as Redis does; nothing more is read meanwhile.
 	closing bool
 	seen    bool // in the loop's round
-	mu      sync.Mutex
-	dead    bool // fd closed (guards kills from other goroutines)
+	// parked: a command's reply is awaited (Session.Park, a WAIT):
+	// nothing is read until it comes (resume).
+	parked bool
+	mu     sync.Mutex
+	dead   bool // fd closed (guards kills from other goroutines)
 }
 
 // pollSource is the Reader's input: one read per readiness event, so the
@@ -125,6 +132,56 @@ func newLoop(s *Server, index int) (*loop, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// unparked is a parked connection's reply, ready.
+type unparked struct {
+	lc    *lconn
+	reply func(commands.Writer)
+}
+
+// park runs wait, a command's deferred reply, on a goroutine of its own;
+// the connection reads nothing until resume writes the reply. A hang-up
+// meanwhile closes it (handle).
+func (l *loop) park(lc *lconn, wait func() func(commands.Writer)) {
+	lc.parked = true
+	if !lc.busy {
+		l.interest(lc, syscall.EPOLLRDHUP)
+	}
+	go func() {
+		reply := wait()
+		l.mu.Lock()
+		l.unparked = append(l.unparked, unparked{lc, reply})
+		l.mu.Unlock()
+		l.wakeUp()
+	}()
+}
+
+// resume writes the replies that came for parked connections and goes
+// on with what they sent meanwhile.
+func (l *loop) resume() {
+	l.mu.Lock()
+	list := l.unparked
+	l.unparked = nil
+	l.mu.Unlock()
+	for _, u := range list {
+		lc := u.lc
+		if lc.dead {
+			continue
+		}
+		lc.parked = false
+		u.reply(lc.w)
+		if !lc.seen {
+			lc.seen = true
+			l.round = append(l.round, lc)
+		}
+		if !lc.busy {
+			l.interest(lc, syscall.EPOLLIN|syscall.EPOLLRDHUP)
+			if !lc.dead && lc.rd.Buffered() > 0 {
+				l.handle(lc, 0)
+			}
+		}
+	}
 }
 
 func (l *loop) wakeUp() {
@@ -289,6 +346,7 @@ func (l *loop) run() {
 						break
 					}
 				}
+				l.resume()
 				continue
 			}
 			l.mu.Lock()
@@ -331,6 +389,14 @@ func (l *loop) handle(lc *lconn, events uint32) {
 	if lc.dead {
 		return
 	}
+	if lc.parked {
+		if events&(syscall.EPOLLERR|syscall.EPOLLHUP|syscall.EPOLLRDHUP) != 0 {
+			l.close(lc) // gone while waiting: its reply has nowhere to go
+		} else if lc.busy && events&syscall.EPOLLOUT != 0 {
+			l.write(lc)
+		}
+		return
+	}
 	if lc.busy {
 		if events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
 			l.close(lc)
@@ -370,6 +436,10 @@ func (l *loop) handle(lc *lconn, events uint32) {
 		if h := lc.c.TakeHandoff(); h != nil {
 			l.handoff(lc, h)
 			return
+		}
+		if p := lc.c.TakePark(); p != nil {
+			l.park(lc, p)
+			break // the replies before it are written this round
 		}
 		if len(lc.w.Bytes()) > lim.MaxOutput {
 			srv.Logger().Warn("client output limit reached, closing connection", "addr", lc.c.Addr, "bytes", len(lc.w.Bytes()), "limit", lim.MaxOutput)
@@ -447,6 +517,10 @@ func (l *loop) write(lc *lconn) {
 	}
 	if lc.busy {
 		lc.busy = false
+		if lc.parked {
+			l.interest(lc, syscall.EPOLLRDHUP)
+			return
+		}
 		l.interest(lc, syscall.EPOLLIN|syscall.EPOLLRDHUP)
 		if lc.rd.Buffered() > 0 { // commands read before the pause
 			l.handle(lc, 0)

@@ -198,6 +198,12 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 			}
 			return h, rd.Unparsed()
 		}
+		if p := c.TakePark(); p != nil { // this connection's goroutine waits
+			if !flush() {
+				return nil, nil
+			}
+			p()(w)
+		}
 		if len(w.Bytes()) > lim.MaxOutput {
 			srv.Logger().Warn("client output limit reached, closing connection", "addr", c.Addr, "bytes", len(w.Bytes()), "limit", lim.MaxOutput)
 			w.Reset()

@@ -45,6 +45,9 @@ func (n *driven) do(args []string) string {
 	}
 	n.w.Reset()
 	n.s.Node.Exec(n.c, b, n.w)
+	if p := n.c.TakePark(); p != nil { // a WAIT that waits: here, in line
+		p()(n.w)
+	}
 	return string(n.w.Bytes())
 }
 

@@ -421,3 +421,58 @@ func TestMasterAuthAndAnnounce(t *testing.T) {
 		return got == want, got + " want " + want
 	})
 }
+
+// TestWaitBlocksOnlyItsClient: a WAIT that must wait parks its own
+// connection only: every other connection is answered meanwhile, on
+// every event loop. An acknowledgement releases it with the count. WAIT
+// inside EXEC answers at once. A client gone while waiting is closed and
+// nothing else is disturbed.
+func TestWaitBlocksOnlyItsClient(t *testing.T) {
+	p := startRepl(t)
+	// A replica that shakes hands, reads the stream and acknowledges only
+	// when told.
+	fake := rltest.Dial(t, p.s.Addr.String())
+	require.Equal(t, "+PONG", fake.Do("PING"))
+	require.Equal(t, "+OK", fake.Do("REPLCONF", "listening-port", "7001"))
+	fake.Send(rltest.Encode("PSYNC", "?", "-1"))
+	rltest.WaitFor(t, 10*time.Second, "the fake replica attached", func() (bool, string) {
+		v := rltest.Info(t, p.c, "replication")["connected_slaves"]
+		return v == "1", v
+	})
+	ack := func(off string) { fake.Send(rltest.Encode("REPLCONF", "ACK", off)) }
+	ack("0") // online: its full sync is acknowledged
+
+	waiter := rltest.Dial(t, p.s.Addr.String())
+	require.Regexp(t, `^\[0 5 4 -1 \d+\]$`, waiter.Do("RL.FIXED", "w", "5", "1m"))
+	waiter.Send(rltest.Encode("WAIT", "1", "0"))
+	var others []*rltest.Conn
+	for range 8 { // on every loop
+		others = append(others, rltest.Dial(t, p.s.Addr.String()))
+	}
+	for i, c := range others {
+		require.Equal(t, "+PONG", c.Do("PING"), "connection %d while a WAIT waits", i)
+		require.Regexp(t, `^\[[01] 5 \d+ -?\d+ \d+\]$`, c.Do("RL.FIXED", "w", "5", "1m"))
+	}
+	require.Equal(t, "1", p.c.Do("WAIT", "0", "0"), "WAIT 0 answers at once")
+	// The waiter is still waiting: its next reply is the WAIT's, once acknowledged.
+	ack(strconv.FormatInt(1<<40, 10))
+	r, err := waiter.Read()
+	require.NoError(t, err)
+	require.Equal(t, "1", r)
+	require.Equal(t, "+PONG", waiter.Do("PING"), "and it reads again")
+
+	// Inside EXEC: at once, whatever the replicas acknowledged.
+	require.Equal(t, "+OK", waiter.Do("MULTI"))
+	require.Equal(t, "+QUEUED", waiter.Do("RL.FIXED", "w2", "5", "1m"))
+	require.Equal(t, "+QUEUED", waiter.Do("WAIT", "1", "0"))
+	require.Regexp(t, `^\[\[0 5 4 -1 \d+\] [01]\]$`, waiter.Do("EXEC"))
+
+	// A waiter that hangs up: closed, the server goes on.
+	gone := rltest.Dial(t, p.s.Addr.String())
+	gone.Do("RL.FIXED", "g", "5", "1m")
+	gone.Send(rltest.Encode("WAIT", "1", "0"))
+	gone.Close()
+	require.Equal(t, "+PONG", p.c.Do("PING"))
+	ack(strconv.FormatInt(1<<41, 10))
+	require.Equal(t, "+PONG", others[0].Do("PING"))
+}

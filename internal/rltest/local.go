@@ -37,6 +37,9 @@ func (l *Local) Do(args ...string) string {
 	l.w.Reset()
 	l.c.Mark()
 	l.n.Exec(l.c, Argv(args...), l.w)
+	if p := l.c.TakePark(); p != nil { // a WAIT that waits: here, in line
+		p()(l.w)
+	}
 	out := l.w.Bytes()
 	if len(out) == 0 { // SHUTDOWN: no reply
 		return ""

@@ -298,3 +298,6 @@ func RunTranscriptOn(t *testing.T, conn func() Doer, path string, rewrite bool) 
 		}
 	}
 }
+
+// Close closes the connection from the client's side.
+func (c *Conn) Close() error { return c.nc.Close() }
