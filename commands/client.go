@@ -70,9 +70,13 @@ func clientLine(c, cur *Session) string {
 	if c.multi && c == cur {
 		multi, flags = len(c.queue), "x"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	sub, psub := c.Subscriptions()
+	if sub+psub > 0 && flags == "N" {
+		flags = "P"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.ID, c.Addr, c.LAddr, c.name, int(time.Since(c.Created).Seconds()), int64(c.Idle().Seconds()),
-		flags, multi, orNULL(c.lastCmd.Load()), c.proto, c.libName, c.libVer)
+		flags, sub, psub, multi, orNULL(c.lastCmd.Load()), c.Proto(), c.libName, c.libVer)
 }
 
 func orNULL(s *string) string {
@@ -194,7 +198,10 @@ func parseClientKill(args [][]byte) (killFilter, error) {
 			default:
 				return f, ErrClientType(args[i+1])
 			}
-			f.match = append(f.match, func(*Session) bool { return t == "normal" })
+			f.match = append(f.match, func(c *Session) bool {
+				pubsub := c.nsubs.Load() > 0
+				return t == "normal" && !pubsub || t == "pubsub" && pubsub
+			})
 		case "skipme":
 			switch strings.ToLower(v) {
 			case "yes":

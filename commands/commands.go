@@ -17,6 +17,7 @@ func NewTable() Table {
 		str    = "string"
 		txn    = "transactions"
 		rl     = "ratelimit"
+		pubsub = "pubsub"
 	)
 	cmds := []*Command{
 		// connection
@@ -73,6 +74,7 @@ func NewTable() Table {
 		{Name: "config", Arity: -2, Group: server, Since: "2.0.0", Summary: "A container for server configuration commands.", Sub: subTable("config", []*Command{
 			{Name: "get", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Returns the effective values of configuration parameters.", Run: cmdConfigGet},
 			{Name: "set", Arity: -4, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Sets configuration parameters in-flight.", Run: cmdConfigSet},
+			{Name: "rewrite", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Writes the running configuration to the configuration file.", Run: cmdConfigRewrite},
 			{Name: "resetstat", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Resets the server's statistics.", Run: cmdConfigResetStat},
 		})},
 		{Name: "time", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast"}, Group: server, Since: "2.6.0", Summary: "Returns the server clock.", Run: cmdTime},
@@ -90,6 +92,12 @@ func NewTable() Table {
 		{Name: "wait", Arity: 3, Flags: FlagNoScript, ACL: []string{"@slow", "@connection"}, Group: server, Since: "3.0.0", Summary: "Waits until the replicas have acknowledged this connection's writes.", Run: cmdWait},
 		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "3.0.0", Summary: "An internal command of the replication handshake.", Run: cmdReplconf},
 		{Name: "psync", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "2.8.0", Summary: "An internal command: a replica asks for the stream from an offset.", Run: cmdPsync},
+		// pub/sub
+		{Name: "subscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels.", Run: cmdSubscribe},
+		{Name: "unsubscribe", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Stops listening to messages posted to channels.", Run: cmdUnsubscribe},
+		{Name: "psubscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels that match patterns.", Run: cmdPSubscribe},
+		{Name: "punsubscribe", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Stops listening to messages published to channels that match patterns.", Run: cmdPUnsubscribe},
+		{Name: "publish", Arity: 3, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@pubsub", "@fast"}, Group: pubsub, Since: "2.0.0", Summary: "Posts a message to a channel.", Run: cmdPublish},
 		// transactions
 		{Name: "multi", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Starts a transaction.", Run: cmdMulti},
 		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagTxnControl, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},

@@ -5,6 +5,16 @@ import "strings"
 // The connection family: PING, ECHO, AUTH, HELLO, SELECT, QUIT, RESET.
 
 func cmdPing(x *Ctx) {
+	if x.C.Proto() == 2 && x.C.nsubs.Load() > 0 { // subscribed mode: Redis's shape
+		x.W.Array(2)
+		x.W.BulkString("pong")
+		if len(x.Args) > 1 {
+			x.W.Bulk(x.Args[1])
+		} else {
+			x.W.BulkString("")
+		}
+		return
+	}
 	switch len(x.Args) {
 	case 1:
 		x.W.Simple("PONG")
@@ -99,7 +109,7 @@ func cmdHello(x *Ctx) {
 	}
 	x.C.authed = true
 	if h.proto != 0 {
-		x.C.proto = h.proto
+		x.C.proto.Store(int32(h.proto))
 	}
 	if h.name != nil {
 		x.C.setName(string(h.name))
@@ -111,7 +121,7 @@ func cmdHello(x *Ctx) {
 	w.BulkString("version")
 	w.BulkString(RedisVersion)
 	w.BulkString("proto")
-	w.Int(int64(x.C.proto))
+	w.Int(int64(x.C.Proto()))
 	w.BulkString("id")
 	w.Int(x.C.ID)
 	w.BulkString("mode")
@@ -143,7 +153,8 @@ func cmdQuit(x *Ctx) {
 func cmdReset(x *Ctx) {
 	c := x.C
 	c.endMulti()
-	c.proto = 2
+	c.UnsubscribeAll(x.N)
+	c.proto.Store(2)
 	c.setName("")
 	c.authed = !x.N.PasswordRequired()
 	x.W.Simple("RESET")

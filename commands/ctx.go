@@ -41,11 +41,18 @@ type Node interface {
 	// Psync hands s's connection to replication once this command's
 	// reply (none) is written; Wait is WAIT; KillPrimaryLink and
 	// KillReplicaLinks are CLIENT KILL TYPE master and replica.
-	ReplicaOf(host string, port int) (already bool, err error)
-	ReplicaOfNoOne() error
+	ReplicaOf(s *Session, host string, port int) (already bool, err error)
+	ReplicaOfNoOne(s *Session) error
 	Role() Role
 	Psync(s *Session, replid string, offset int64) error
 	Wait(s *Session, replicas int, timeout time.Duration) (now int, later func() int, err error)
+	// Subscribe and Unsubscribe register the session as a subscriber of
+	// a channel (or pattern), or no longer; Publish delivers a message to
+	// every subscriber and returns how many received it. A subscriber
+	// that is s itself gets its message in w, before the reply.
+	Subscribe(s *Session, channel string, pattern bool)
+	Unsubscribe(s *Session, channel string, pattern bool)
+	Publish(s *Session, w Writer, channel, message []byte) int
 	KillPrimaryLink() int
 	KillReplicaLinks() int
 	// RunQueued runs EXEC's queue for s as one atomic step at now,

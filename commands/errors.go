@@ -56,6 +56,7 @@ const (
 	ErrTimeoutNeg    Error = "ERR timeout is negative"
 	ErrTimeoutInt    Error = "ERR timeout is not an integer or out of range"
 	ErrMasterPort    Error = "ERR Invalid master port"
+	ErrNoConfigFile  Error = "ERR The server is running without a config file"
 )
 
 // ErrWrongArgs is Redis's arity error for the command (or "parent|sub").
@@ -101,6 +102,12 @@ func ErrUnrecognizedOption(opt []byte) Error {
 }
 
 // ErrClientType: CLIENT LIST TYPE with an unknown type.
+// ErrSubscribedMode is Redis's answer to a command a RESP2 connection in
+// subscribed mode may not run.
+func ErrSubscribedMode(name string) Error {
+	return Error("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+}
+
 // ErrReplconfOption is REPLCONF's answer to an option it does not know.
 func ErrReplconfOption(opt []byte) Error {
 	return Error(fmt.Sprintf("ERR Unrecognized REPLCONF option: %s", opt))

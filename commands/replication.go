@@ -12,7 +12,7 @@ import (
 func cmdReplicaOf(x *Ctx) {
 	host, port := x.Args[1], x.Args[2]
 	if strings.EqualFold(string(host), "no") && strings.EqualFold(string(port), "one") {
-		if err := x.N.ReplicaOfNoOne(); err != nil {
+		if err := x.N.ReplicaOfNoOne(x.C); err != nil {
 			x.Error(err)
 			return
 		}
@@ -24,7 +24,7 @@ func cmdReplicaOf(x *Ctx) {
 		x.Error(ErrMasterPort)
 		return
 	}
-	already, err := x.N.ReplicaOf(string(host), int(p))
+	already, err := x.N.ReplicaOf(x.C, string(host), int(p))
 	switch {
 	case err != nil:
 		x.Error(err)

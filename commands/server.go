@@ -193,6 +193,11 @@ func cmdConfigSet(x *Ctx) {
 	x.OK()
 }
 
+// cmdConfigRewrite: rlserver takes no configuration file yet, so there is
+// nothing to rewrite; Redis's answer then. Sentinel sends it inside the
+// MULTI that promotes or re-points a node, where it must be known.
+func cmdConfigRewrite(x *Ctx) { x.Error(ErrNoConfigFile) }
+
 func cmdConfigResetStat(x *Ctx) {
 	x.N.ResetStats()
 	x.OK()

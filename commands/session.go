@@ -20,7 +20,7 @@ type Session struct {
 	LAddr   string // local address
 	Created time.Time
 
-	proto  int // 2 or 3
+	proto  atomic.Int32 // 2 or 3; read by other connections (CLIENT LIST, PUBLISH)
 	authed bool
 
 	multi    bool       // inside MULTI
@@ -47,6 +47,12 @@ type Session struct {
 	// reply (TakePark).
 	park func() func(Writer)
 
+	// The channels and patterns the connection subscribed to (pub/sub),
+	// and how many in all, for other connections (CLIENT KILL TYPE
+	// pubsub, CLIENT LIST).
+	subs, psubs   map[string]struct{}
+	nsubs, npsubs atomic.Int32 // all of them, and the patterns
+
 	mu      sync.Mutex // guards name, libName, libVer
 	name    string
 	libName string
@@ -60,7 +66,8 @@ type Session struct {
 // NewSession returns the state of a new connection: RESP2, authenticated
 // when authed (no password is required).
 func NewSession(id int64, addr, laddr string, authed bool, close func()) *Session {
-	s := &Session{ID: id, Addr: addr, LAddr: laddr, Created: time.Now(), proto: 2, authed: authed, Close: close}
+	s := &Session{ID: id, Addr: addr, LAddr: laddr, Created: time.Now(), authed: authed, Close: close}
+	s.proto.Store(2)
 	s.lastActive.Store(clock.Mono())
 	return s
 }
@@ -86,7 +93,7 @@ func (s *Session) TakePark() func() func(Writer) {
 }
 
 // Proto is the negotiated protocol version, 2 or 3.
-func (s *Session) Proto() int { return s.proto }
+func (s *Session) Proto() int { return int(s.proto.Load()) }
 
 // Authenticated reports whether the connection may run commands that
 // need authentication.

@@ -26,4 +26,7 @@ type Writer interface {
 	// Verbatim is text for humans (INFO, CLIENT LIST): a verbatim string
 	// in RESP3, a bulk string in RESP2.
 	Verbatim(s string)
+	// Push starts an out-of-band message of n elements (pub/sub): >n in
+	// RESP3, an array in RESP2.
+	Push(n int)
 }

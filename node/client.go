@@ -32,7 +32,18 @@ type Client struct {
 	// inExec: EXEC is running the client's queued commands (under every
 	// shard's lock: nothing may wait).
 	inExec bool
+	// afterExec are what EXEC's commands left to do once every shard's
+	// lock is released (REPLICAOF).
+	afterExec []func()
+	// deliver, set by the connection (SetDeliver), queues a message for
+	// it to write as soon as it can: what other connections publish.
+	// Safe for concurrent use.
+	deliver func(*Message)
 }
+
+// SetDeliver sets how messages published by other connections reach
+// this one. Call it before the client runs its first command.
+func (c *Client) SetDeliver(f func(*Message)) { c.deliver = f }
 
 // TakeHandoff returns, once, what takes over the client's connection
 // after the current command (a replica's PSYNC hands it to replication),
@@ -62,8 +73,10 @@ func (n *Node) NewClient(addr, laddr string, close func()) (*Client, error) {
 	return c, nil
 }
 
-// RemoveClient unregisters a closed connection.
+// RemoveClient unregisters a closed connection, and its subscriptions.
+// Call it from the connection's goroutine.
 func (n *Node) RemoveClient(c *Client) {
+	c.UnsubscribeAll(n)
 	n.clientsMu.Lock()
 	delete(n.clients, c.ID)
 	n.clientsMu.Unlock()

@@ -21,7 +21,9 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 	cmd, err := n.resolve(c, args)
 	dry := false // a replica's peek: answered, stored nowhere
 	if err == "" {
-		switch {
+		var refused bool
+		switch err, refused = c.SubscribedRefuses(cmd.Name); {
+		case refused:
 		case c.InMulti() && cmd.Has(commands.FlagNoMulti):
 			err = commands.ErrNotInMulti
 		case cmd.Has(commands.FlagWrite): // refused at queue time too, as Redis does
@@ -70,7 +72,13 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 	c := n.clientOf(s)
 	saved := c.ctx // EXEC's own context: the queued runs reuse c.ctx
 	c.inExec = true
-	defer func() { c.inExec = false }()
+	defer func() {
+		c.inExec = false
+		for _, f := range c.afterExec {
+			f()
+		}
+		c.afterExec = nil
+	}()
 	n.engine.Atomic(func(st engine.Store) {
 		for _, args := range queue {
 			cmd, err := n.resolve(c, args)
@@ -96,6 +104,9 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 
 // clientOf finds the client of a session of this node.
 func (n *Node) clientOf(s *commands.Session) *Client {
+	if s == nil {
+		return nil
+	}
 	n.clientsMu.Lock()
 	defer n.clientsMu.Unlock()
 	return n.clients[s.ID]

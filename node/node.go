@@ -38,6 +38,7 @@ type Node struct {
 	// replica's READONLY).
 	readOnly atomic.Pointer[commands.Error]
 
+	ps        pubsub // who listens to which channels and patterns
 	clientsMu sync.Mutex
 	clients   map[int64]*Client
 	nextID    atomic.Int64

@@ -20,9 +20,18 @@ const errNoReplication commands.Error = "ERR replication is not set up on this n
 func (n *Node) Replication() *replication.Manager { return n.repl }
 
 // ReplicaOf makes the node follow host:port (REPLICAOF host port).
-func (n *Node) ReplicaOf(host string, port int) (bool, error) {
+// Inside EXEC, which holds every shard's lock, the change is made once
+// EXEC has run (afterExec); the reply is the same.
+func (n *Node) ReplicaOf(s *commands.Session, host string, port int) (bool, error) {
 	if n.repl == nil {
 		return false, errNoReplication
+	}
+	if c := n.clientOf(s); c != nil && c.inExec {
+		if n.repl.Follows(host, port) {
+			return true, nil
+		}
+		c.afterExec = append(c.afterExec, func() { n.ReplicaOf(nil, host, port) })
+		return false, nil
 	}
 	already := n.repl.ReplicaOf(host, port)
 	if !already {
@@ -31,10 +40,15 @@ func (n *Node) ReplicaOf(host string, port int) (bool, error) {
 	return already, nil
 }
 
-// ReplicaOfNoOne promotes the node (REPLICAOF NO ONE).
-func (n *Node) ReplicaOfNoOne() error {
+// ReplicaOfNoOne promotes the node (REPLICAOF NO ONE); inside EXEC, once
+// EXEC has run.
+func (n *Node) ReplicaOfNoOne(s *commands.Session) error {
 	if n.repl == nil {
 		return errNoReplication
+	}
+	if c := n.clientOf(s); c != nil && c.inExec {
+		c.afterExec = append(c.afterExec, func() { n.ReplicaOfNoOne(nil) })
+		return nil
 	}
 	n.repl.NoOne()
 	n.setReplicaOf("", 0)

@@ -241,6 +241,13 @@ func (m *Manager) IsReplica() bool {
 	return m.up != nil
 }
 
+// Follows reports whether the node follows the primary at host:port.
+func (m *Manager) Follows(host string, port int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.up != nil && m.up.host == host && m.up.port == port
+}
+
 // ReplicaOf makes the node follow the primary at host:port (REPLICAOF
 // host port). already reports that it follows that primary already, and
 // changes nothing then. A primary that becomes a replica first writes

@@ -42,10 +42,12 @@ type loop struct {
 	events []syscall.EpollEvent
 	round  []*lconn // connections with replies to write this round
 	// unparked are the parked connections whose replies came, with what
-	// writes each (guarded by mu).
-	unparked []unparked
-	keys     [][]byte // scratch: the keys of a batch to prefetch
-	swept    time.Time
+	// writes each, and delivered the messages other connections published
+	// for this loop's (both guarded by mu).
+	unparked  []unparked
+	delivered []delivered
+	keys      [][]byte // scratch: the keys of a batch to prefetch
+	swept     time.Time
 }
 
 // lconn is one connection on a loop.
@@ -140,6 +142,24 @@ type unparked struct {
 	reply func(commands.Writer)
 }
 
+// delivered is a published message for one of the loop's connections.
+type delivered struct {
+	lc *lconn
+	m  *node.Message
+}
+
+// deliver queues m for lc, from any goroutine; the loop writes it in its
+// next round (resume).
+func (l *loop) deliver(lc *lconn, m *node.Message) {
+	l.mu.Lock()
+	first := len(l.delivered) == 0 && len(l.unparked) == 0
+	l.delivered = append(l.delivered, delivered{lc, m})
+	l.mu.Unlock()
+	if first { // a wake-up is already pending otherwise
+		l.wakeUp()
+	}
+}
+
 // park runs wait, a command's deferred reply, on a goroutine of its own;
 // the connection reads nothing until resume writes the reply. A hang-up
 // meanwhile closes it (handle).
@@ -151,9 +171,12 @@ func (l *loop) park(lc *lconn, wait func() func(commands.Writer)) {
 	go func() {
 		reply := wait()
 		l.mu.Lock()
+		first := len(l.delivered) == 0 && len(l.unparked) == 0
 		l.unparked = append(l.unparked, unparked{lc, reply})
 		l.mu.Unlock()
-		l.wakeUp()
+		if first {
+			l.wakeUp()
+		}
 	}()
 }
 
@@ -161,9 +184,20 @@ func (l *loop) park(lc *lconn, wait func() func(commands.Writer)) {
 // on with what they sent meanwhile.
 func (l *loop) resume() {
 	l.mu.Lock()
-	list := l.unparked
-	l.unparked = nil
+	list, msgs := l.unparked, l.delivered
+	l.unparked, l.delivered = nil, nil
 	l.mu.Unlock()
+	for _, d := range msgs {
+		lc := d.lc
+		if lc.dead {
+			continue
+		}
+		commands.WriteMessage(lc.w, d.m.Pattern, d.m.Channel, d.m.Payload)
+		if !lc.seen {
+			lc.seen = true
+			l.round = append(l.round, lc)
+		}
+	}
 	for _, u := range list {
 		lc := u.lc
 		if lc.dead {
@@ -250,6 +284,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 	l := s.loops[s.next%len(s.loops)]
 	s.next++
 	c.SetStripe(l.index) // before the loop can see the connection
+	c.SetDeliver(func(m *node.Message) { l.deliver(lc, m) })
 	s.lconns[lc] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/rlserver/rlserver/commands"
 	"io"
 	"net"
 	"sync"
@@ -165,11 +166,23 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 	rd := NewReader(rw, lim.MaxArgs, lim.MaxArgLen)
 	rd.BeforeRead = beforeRead
 	w := NewWriter(c.Proto)
+	// Messages published by other connections are written at once, from
+	// the publisher's goroutine; wmu keeps them and the replies whole.
+	var wmu sync.Mutex
+	c.SetDeliver(func(m *node.Message) {
+		mw := NewWriter(c.Proto)
+		commands.WriteMessage(mw, m.Pattern, m.Channel, m.Payload)
+		wmu.Lock()
+		rw.Write(mw.Bytes())
+		wmu.Unlock()
+	})
 	flush := func() bool {
 		if len(w.Bytes()) == 0 {
 			return true
 		}
+		wmu.Lock()
 		n, err := rw.Write(w.Bytes())
+		wmu.Unlock()
 		srv.CountTraffic(c, rd.TakeCount(), n)
 		w.Reset()
 		return err == nil

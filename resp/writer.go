@@ -94,6 +94,14 @@ func (w *Writer) Set(n int) {
 	w.Array(n)
 }
 
+func (w *Writer) Push(n int) {
+	if w.proto() == 3 {
+		w.header('>', n)
+		return
+	}
+	w.Array(n)
+}
+
 func (w *Writer) Verbatim(s string) {
 	if w.proto() == 3 {
 		w.header('=', len(s)+4)

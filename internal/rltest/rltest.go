@@ -204,6 +204,8 @@ func ReadReply(rd *bufio.Reader) (string, error) {
 		switch line[0] {
 		case '~':
 			return agg(n, "~[", " ", "]", false)
+		case '>':
+			return agg(n, ">[", " ", "]", false)
 		case '%':
 			return agg(n, "{", ", ", "}", true)
 		}

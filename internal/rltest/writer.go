@@ -27,6 +27,7 @@ func (Discard) Array(int)         {}
 func (Discard) Map(int)           {}
 func (Discard) Set(int)           {}
 func (Discard) Verbatim(string)   {}
+func (Discard) Push(int)          {}
 
 // Recorder is a reply writer (commands.Writer) that keeps the replies
 // written since its last Reset, flattened into space-separated RESP-typed
@@ -76,3 +77,4 @@ func (r *Recorder) Array(n int)         { r.count('*', int64(n)) }
 func (r *Recorder) Map(n int)           { r.count('%', int64(n)) }
 func (r *Recorder) Set(n int)           { r.count('~', int64(n)) }
 func (r *Recorder) Verbatim(s string)   { r.token('=', s) }
+func (r *Recorder) Push(n int)          { r.count('>', int64(n)) }

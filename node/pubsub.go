@@ -1,0 +1,112 @@
+package node
+
+import (
+	"sync"
+
+	"github.com/rlserver/rlserver/commands"
+)
+
+// pubsub is who subscribed to what: for each channel, and each pattern,
+// the clients that listen. A PUBLISH encodes its message once per
+// protocol and queues it on every listener's connection (Client.deliver).
+type pubsub struct {
+	mu       sync.Mutex
+	channels map[string]map[*Client]struct{}
+	patterns map[string]map[*Client]struct{}
+}
+
+func (p *pubsub) table(pattern bool) map[string]map[*Client]struct{} {
+	if pattern {
+		if p.patterns == nil {
+			p.patterns = map[string]map[*Client]struct{}{}
+		}
+		return p.patterns
+	}
+	if p.channels == nil {
+		p.channels = map[string]map[*Client]struct{}{}
+	}
+	return p.channels
+}
+
+// Subscribe registers s's client as a listener of channel (a pattern if
+// pattern).
+func (n *Node) Subscribe(s *commands.Session, channel string, pattern bool) {
+	c := n.clientOf(s)
+	if c == nil {
+		return
+	}
+	n.ps.mu.Lock()
+	defer n.ps.mu.Unlock()
+	t := n.ps.table(pattern)
+	if t[channel] == nil {
+		t[channel] = map[*Client]struct{}{}
+	}
+	t[channel][c] = struct{}{}
+}
+
+// Unsubscribe forgets s's client as a listener of channel (pattern).
+func (n *Node) Unsubscribe(s *commands.Session, channel string, pattern bool) {
+	n.ps.mu.Lock()
+	defer n.ps.mu.Unlock()
+	t := n.ps.table(pattern)
+	for c := range t[channel] {
+		if c.Session == s {
+			delete(t[channel], c)
+		}
+	}
+	if len(t[channel]) == 0 {
+		delete(t, channel)
+	}
+}
+
+// Message is one published message on its way to a listener: immutable,
+// shared by every listener's connection, which writes it in its own
+// protocol (commands.WriteMessage).
+type Message struct {
+	Pattern []byte // the pattern that matched; nil for a channel listener
+	Channel []byte
+	Payload []byte
+}
+
+// Publish delivers message on channel to every listener, by channel and
+// by pattern, and returns how many deliveries it made (Redis counts a
+// client once per matching subscription). The publisher's own message,
+// if it listens, goes into w ahead of the reply; the others' are queued
+// on their connections.
+func (n *Node) Publish(s *commands.Session, w commands.Writer, channel, message []byte) int {
+	var shared *Message // channel listeners share one
+	send := func(c *Client, pattern []byte) {
+		if c.Session == s {
+			commands.WriteMessage(w, pattern, channel, message)
+			return
+		}
+		if c.deliver == nil {
+			return
+		}
+		if pattern != nil {
+			c.deliver(&Message{Pattern: []byte(pattern), Channel: append([]byte(nil), channel...), Payload: append([]byte(nil), message...)})
+			return
+		}
+		if shared == nil {
+			shared = &Message{Channel: append([]byte(nil), channel...), Payload: append([]byte(nil), message...)}
+		}
+		c.deliver(shared)
+	}
+	n.ps.mu.Lock()
+	defer n.ps.mu.Unlock()
+	count := 0
+	for c := range n.ps.channels[string(channel)] {
+		send(c, nil)
+		count++
+	}
+	for pat, cs := range n.ps.patterns {
+		if !commands.GlobMatch([]byte(pat), channel) {
+			continue
+		}
+		for c := range cs {
+			send(c, []byte(pat))
+			count++
+		}
+	}
+	return count
+}

@@ -1,0 +1,131 @@
+package server_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/server"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPubSub: SUBSCRIBE, PSUBSCRIBE, PUBLISH across connections in RESP2
+// and RESP3 shapes, Redis's subscribed mode, UNSUBSCRIBE, and CLIENT KILL
+// TYPE pubsub|normal (docs/protocol.md, "Pub/sub").
+func TestPubSub(t *testing.T) {
+	for _, perConn := range []bool{false, true} { // event loops, and a goroutine per connection
+		s := rltest.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
+		addr := s.Addr.String()
+		sub, pub := rltest.Dial(t, addr), rltest.Dial(t, addr)
+		require.Equal(t, "[\"subscribe\" \"__sentinel__:hello\" 1]", sub.Do("SUBSCRIBE", "__sentinel__:hello"))
+		sub.Send(rltest.Encode("PSUBSCRIBE", "h*", "x?"))
+		for _, want := range []string{`["psubscribe" "h*" 2]`, `["psubscribe" "x?" 3]`} {
+			r, err := sub.Read()
+			require.NoError(t, err)
+			require.Equal(t, want, r)
+		}
+		require.Equal(t, "1", pub.Do("PUBLISH", "__sentinel__:hello", "127.0.0.1,26379,abc,0"))
+		r, err := sub.Read()
+		require.NoError(t, err)
+		require.Equal(t, `["message" "__sentinel__:hello" "127.0.0.1,26379,abc,0"]`, r)
+		require.Equal(t, "1", pub.Do("PUBLISH", "hello", "world"))
+		r, err = sub.Read()
+		require.NoError(t, err)
+		require.Equal(t, `["pmessage" "h*" "hello" "world"]`, r)
+		require.Equal(t, "0", pub.Do("PUBLISH", "nobody", "x"))
+
+		// Subscribed mode (RESP2).
+		require.Equal(t, "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", sub.Do("GET", "k"))
+		require.Equal(t, "-ERR Can't execute 'client|setname': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", sub.Do("CLIENT", "SETNAME", "x"))
+		require.Equal(t, `["pong" ""]`, sub.Do("PING"))
+		require.Equal(t, `["pong" "hi"]`, sub.Do("PING", "hi"))
+
+		// RESP3: pushes, any command, its own messages.
+		r3 := rltest.Dial(t, addr)
+		r3.Do("HELLO", "3")
+		require.Equal(t, `>["subscribe" "c3" 1]`, r3.Do("SUBSCRIBE", "c3"))
+		require.Equal(t, "(nil)", r3.Do("GET", "k"))
+		r3.Send(rltest.Encode("PUBLISH", "c3", "self"))
+		r, err = r3.Read()
+		require.NoError(t, err)
+		require.Equal(t, `>["message" "c3" "self"]`, r, "its own message first")
+		r, err = r3.Read()
+		require.NoError(t, err)
+		require.Equal(t, "1", r)
+
+		// CLIENT LIST shows the counts; KILL TYPE pubsub takes the
+		// subscribers (not the caller), TYPE normal the others.
+		list := pub.Do("CLIENT", "LIST")
+		require.Contains(t, list, "flags=P db=0 sub=1 psub=2")
+		require.Equal(t, "2", pub.Do("CLIENT", "KILL", "TYPE", "pubsub"))
+		require.True(t, sub.Closed())
+		require.True(t, r3.Closed())
+		other := rltest.Dial(t, addr)
+		require.Equal(t, "+PONG", other.Do("PING"))
+		require.Equal(t, "1", pub.Do("CLIENT", "KILL", "TYPE", "normal"), "the other normal client, never the caller")
+		require.True(t, other.Closed())
+		require.Equal(t, "0", pub.Do("PUBLISH", "__sentinel__:hello", "x"), "a closed subscriber is gone")
+
+		// UNSUBSCRIBE: each, then all, then none left.
+		u := rltest.Dial(t, addr)
+		u.Send(rltest.Encode("SUBSCRIBE", "a", "b"))
+		u.Read()
+		u.Read()
+		require.Equal(t, `["unsubscribe" "a" 1]`, u.Do("UNSUBSCRIBE", "a"))
+		require.Equal(t, `["unsubscribe" "b" 0]`, u.Do("UNSUBSCRIBE"))
+		require.Equal(t, `["unsubscribe" (nil) 0]`, u.Do("UNSUBSCRIBE"))
+		require.Equal(t, "(nil)", u.Do("GET", "k"), "out of subscribed mode")
+		require.Equal(t, "0", pub.Do("PUBLISH", "a", "x"))
+	}
+}
+
+// TestPubSubGoRedisAndReplica: go-redis's PubSub receives what is
+// published, on a replica too (Sentinel publishes and subscribes on
+// every node).
+func TestPubSubGoRedisAndReplica(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	follow(t, r, p)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: r.s.Addr.String()})
+	defer c.Close()
+	ps := c.Subscribe(ctx, "__sentinel__:hello")
+	defer ps.Close()
+	_, err := ps.Receive(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "1", r.c.Do("PUBLISH", "__sentinel__:hello", "from a sentinel"))
+	ctx2, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := ps.ReceiveMessage(ctx2)
+	require.NoError(t, err)
+	require.Equal(t, "from a sentinel", m.Payload)
+}
+
+// TestSentinelTransaction: the MULTI block Sentinel sends to promote or
+// re-point a node is accepted at queue time and runs.
+func TestSentinelTransaction(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	follow(t, r, p)
+	killer := rltest.Dial(t, r.s.Addr.String())
+	for _, cmd := range [][]string{{"MULTI"}, {"SLAVEOF", "NO", "ONE"}, {"CONFIG", "REWRITE"}, {"CLIENT", "KILL", "TYPE", "normal"}, {"CLIENT", "KILL", "TYPE", "pubsub"}} {
+		want := "+QUEUED"
+		if cmd[0] == "MULTI" {
+			want = "+OK"
+		}
+		require.Equal(t, want, killer.Do(cmd...), "%q", cmd)
+	}
+	require.Equal(t, `[+OK -ERR The server is running without a config file 1 0]`, killer.Do("EXEC"))
+	require.Equal(t, "master", rltest.Info(t, killer, "replication")["role"])
+
+	// The old primary re-pointed at the promoted one, the same way.
+	pk := rltest.Dial(t, p.s.Addr.String())
+	require.Equal(t, "+OK", pk.Do("MULTI"))
+	for _, cmd := range [][]string{{"SLAVEOF", "127.0.0.1", strconv.Itoa(r.port)}, {"CONFIG", "REWRITE"}, {"CLIENT", "KILL", "TYPE", "normal"}, {"CLIENT", "KILL", "TYPE", "pubsub"}} {
+		require.Equal(t, "+QUEUED", pk.Do(cmd...), "%q", cmd)
+	}
+	require.Equal(t, `[+OK -ERR The server is running without a config file 1 0]`, pk.Do("EXEC"))
+	rltest.WaitLinkUp(t, pk)
+	require.Equal(t, strconv.Itoa(r.port), rltest.Info(t, pk, "replication")["master_port"])
+}
