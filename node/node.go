@@ -1,8 +1,9 @@
 package node
 
 import (
+	"crypto/rand"
 	"crypto/subtle"
-	"fmt"
+	"encoding/hex"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -103,7 +104,7 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 		started: time.Now(), cfg: cfg, clients: make(map[int64]*Client),
 		perCmd:   make([]stripedCounts, len(table.All())),
 		shutdown: make(chan struct{}),
-		runID:    fmt.Sprintf("%040x", time.Now().UnixNano()),
+		runID:    newRunID(),
 		snap:     o.Snapshotter, loaded: o.Loaded, repl: o.Replication,
 	}
 	pass := cfg.RequirePass
@@ -241,3 +242,12 @@ func (n *Node) ResetStats() {
 
 // Compile-time check: the handlers' view of the node.
 var _ commands.Node = (*Node)(nil)
+
+// newRunID returns 40 random hex digits: INFO's run_id, new at every start
+// (Sentinel ignores one of another length, and takes an unchanged one
+// for a node that did not restart).
+func newRunID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
