@@ -19,7 +19,11 @@ func Tool(t testing.TB, name string) string {
 	if err == nil {
 		return p
 	}
-	msg := name + " not found: install Debian's redis-tools (apt-get install redis-tools) to run this test"
+	pkg := "redis-tools"
+	if name == "redis-sentinel" || name == "redis-server" {
+		pkg = name
+	}
+	msg := name + " not found: install Debian's " + pkg + " (apt-get install " + pkg + ") to run this test"
 	if os.Getenv(RequireToolsEnv) == "1" {
 		t.Fatalf("%s (%s=1 makes this a failure)", msg, RequireToolsEnv)
 	}

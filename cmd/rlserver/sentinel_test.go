@@ -1,0 +1,200 @@
+package main
+
+// The acceptance test of automatic failover with the real redis-sentinel
+// (Debian's redis-sentinel package; docs/replication.md, "Sentinel"): a
+// primary P, replicas R1 and R2 (replica-priority 10) and three Sentinels
+// on loopback. A go-redis FailoverClient exhausts 1,000 keys; P is killed
+// with SIGKILL; the Sentinels promote R2, R1 follows it, the same client
+// finds every limit held, R2's TIME is not behind P's last; P restarted
+// becomes R2's replica.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/stretchr/testify/require"
+)
+
+// freePort returns a loopback port nobody listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startSentinel runs redis-sentinel on port, monitoring master "m" at
+// primary with quorum 2, a node down after 2 s; its log is returned.
+func startSentinel(t *testing.T, bin string, port int, primary string) string {
+	t.Helper()
+	dir := t.TempDir()
+	host, pport, _ := strings.Cut(primary, ":")
+	conf := filepath.Join(dir, "sentinel.conf")
+	log := filepath.Join(dir, "sentinel.log")
+	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(
+		"port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\nlogfile %s\n"+
+			"sentinel monitor m %s %s 2\nsentinel down-after-milliseconds m 2000\nsentinel failover-timeout m 10000\n",
+		port, dir, log, host, pport)), 0o644))
+	cmd := exec.Command(bin, conf)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return log
+}
+
+// sentinelEntries parses SENTINEL REPLICAS/SENTINELS: one map per entry.
+func sentinelEntries(t *testing.T, c *redis.Client, what string) []map[string]string {
+	t.Helper()
+	v, err := c.Do(context.Background(), "SENTINEL", what, "m").Slice()
+	if err != nil {
+		return nil
+	}
+	var out []map[string]string
+	for _, e := range v {
+		m := map[string]string{}
+		switch e := e.(type) {
+		case []any: // RESP2: name, value, ...
+			for i := 0; i+1 < len(e); i += 2 {
+				m[fmt.Sprint(e[i])] = fmt.Sprint(e[i+1])
+			}
+		case map[any]any: // RESP3
+			for k, v := range e {
+				m[fmt.Sprint(k)] = fmt.Sprint(v)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestSentinelFailover(t *testing.T) {
+	sentinelBin := rltest.Tool(t, "redis-sentinel")
+	ctx := context.Background()
+	pPort := freePort(t)
+	pArgs := []string{"--port", strconv.Itoa(pPort)}
+	pDir := t.TempDir()
+	p := startNode(t, pDir, pArgs...)
+	r1 := startReplica(t, t.TempDir(), p.addr)
+	r2 := startReplica(t, t.TempDir(), p.addr, "--replica-priority", "10")
+	var sentinels []*redis.Client
+	var logs, addrs []string
+	for range 3 {
+		port := freePort(t)
+		logs = append(logs, startSentinel(t, sentinelBin, port, p.addr))
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		addrs = append(addrs, addr)
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		sentinels = append(sentinels, c)
+	}
+
+	// Every Sentinel lists both replicas, flags exactly "slave", and sees
+	// the other two Sentinels.
+	rltest.WaitFor(t, 30*time.Second, "the Sentinels to see the replicas and each other", func() (bool, string) {
+		for i, s := range sentinels {
+			reps, others := sentinelEntries(t, s, "REPLICAS"), sentinelEntries(t, s, "SENTINELS")
+			ports := map[string]bool{}
+			for _, r := range reps {
+				if r["flags"] != "slave" {
+					return false, fmt.Sprintf("sentinel %d: replica %s:%s flags %q", i, r["ip"], r["port"], r["flags"])
+				}
+				ports[r["port"]] = true
+			}
+			_, p1, _ := strings.Cut(r1.addr, ":")
+			_, p2, _ := strings.Cut(r2.addr, ":")
+			if len(reps) != 2 || !ports[p1] || !ports[p2] || len(others) != 2 {
+				return false, fmt.Sprintf("sentinel %d: %d replicas %v, %d sentinels", i, len(reps), ports, len(others))
+			}
+		}
+		return true, ""
+	})
+
+	client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: addrs,
+		MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	t.Cleanup(func() { client.Close() })
+	const keys = 1000
+	throttle := func(i int) ([]any, error) {
+		return client.Do(ctx, "CL.THROTTLE", "user:"+strconv.Itoa(i), "0", "1", "3600", "1").Slice()
+	}
+	for i := range keys {
+		v, err := throttle(i)
+		require.NoError(t, err)
+		require.EqualValues(t, 0, v[0], "key %d: the first request is admitted", i)
+		v, err = throttle(i)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, v[0], "key %d: the second is limited", i)
+	}
+	waited, err := client.Do(ctx, "WAIT", "2", "10000").Int()
+	require.NoError(t, err)
+	require.Equal(t, 2, waited)
+	last := serverTime(t, p.c)
+
+	killed := time.Now()
+	p.stop(t, "SIGKILL")
+	_, r2Port, _ := strings.Cut(r2.addr, ":")
+	rltest.WaitFor(t, 15*time.Second, "every Sentinel to name R2 master", func() (bool, string) {
+		for i, s := range sentinels {
+			a, err := s.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m").StringSlice()
+			if err != nil || len(a) != 2 || a[1] != r2Port {
+				return false, fmt.Sprintf("sentinel %d: %v %v", i, a, err)
+			}
+		}
+		return true, ""
+	})
+	switched := time.Since(killed)
+	// Sentinel's CLIENT KILL TYPE normal closed the test's connections
+	// to the nodes it reconfigured: each check dials anew.
+	rltest.WaitFor(t, 15*time.Second, "R1 to follow R2", func() (bool, string) {
+		f := rltest.Info(t, rltest.Dial(t, r1.addr), "replication")
+		return f["master_port"] == r2Port && f["master_link_status"] == "up", fmt.Sprint(f)
+	})
+
+	// The same client, not restarted: every limit held.
+	var firstGood time.Duration
+	for i := range keys {
+		var v []any
+		rltest.WaitFor(t, 15*time.Second, "the client's reply", func() (bool, string) {
+			v, err = throttle(i)
+			return err == nil, fmt.Sprint(err)
+		})
+		if i == 0 {
+			firstGood = time.Since(killed)
+		}
+		require.EqualValues(t, 1, v[0], "key %d after the failover: still limited", i)
+	}
+	require.GreaterOrEqual(t, serverTime(t, rltest.Dial(t, r2.addr)), last, "R2's TIME is not behind P's last")
+	t.Logf("failover: kill to every Sentinel naming R2 %v, to the client's first good reply %v", switched.Round(time.Millisecond), firstGood.Round(time.Millisecond))
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil {
+			sc := bufio.NewScanner(strings.NewReader(string(b)))
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "+switch-master") || strings.Contains(sc.Text(), "+convert-to-slave") {
+					t.Log(sc.Text())
+				}
+			}
+		}
+	}
+
+	// P restarted as it was (a primary, on its own store) is made R2's
+	// replica by the Sentinels.
+	restarted := time.Now()
+	p = startNode(t, pDir, pArgs...)
+	rltest.WaitFor(t, 30*time.Second, "P to become R2's replica", func() (bool, string) {
+		f := rltest.Info(t, rltest.Dial(t, p.addr), "replication")
+		return f["role"] == "slave" && f["master_port"] == r2Port && f["master_link_status"] == "up", fmt.Sprint(f)
+	})
+	t.Logf("P restarted: R2's replica after %v", time.Since(restarted).Round(time.Millisecond))
+	v := rltest.Dial(t, p.addr).Do("CL.THROTTLE", "user:7", "0", "1", "3600", "0")
+	require.True(t, strings.HasPrefix(v, "[0 1 0 "), "P holds R2's state: %s", v)
+}
