@@ -51,6 +51,9 @@ const (
 	ErrBgsaveRunning Error = "ERR Background save already in progress"
 	// ErrReadOnly is what a replica answers to a write.
 	ErrReadOnly Error = "READONLY You can't write against a read only replica."
+	// ErrNoReplicas is what a primary answers to a write while it has
+	// fewer good replicas than --min-replicas-to-write.
+	ErrNoReplicas Error = "NOREPLICAS Not enough good replicas to write."
 	// Replication (docs/replication.md).
 	ErrWaitOnReplica Error = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
 	ErrTimeoutNeg    Error = "ERR timeout is negative"

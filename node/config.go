@@ -44,16 +44,21 @@ type Config struct {
 	ReplicaAnnounceIP   string
 	ReplicaAnnouncePort int
 	ReplBacklogSize     int64
-	MaxClients          int
-	Timeout             int // idle seconds before a client is closed; 0 never
-	Shards              int
-	ClockMode           string // "real" or "manual"
-	TLSCert             string
-	TLSKey              string
-	LogLevel            string
-	LogFormat           string
-	MetricsAddr         string
-	Limits              Limits
+	// MinReplicasToWrite, if not 0, makes a primary refuse writes while
+	// fewer replicas than that have acknowledged within
+	// MinReplicasMaxLag seconds (Redis's min-replicas-to-write).
+	MinReplicasToWrite int
+	MinReplicasMaxLag  int
+	MaxClients         int
+	Timeout            int // idle seconds before a client is closed; 0 never
+	Shards             int
+	ClockMode          string // "real" or "manual"
+	TLSCert            string
+	TLSKey             string
+	LogLevel           string
+	LogFormat          string
+	MetricsAddr        string
+	Limits             Limits
 }
 
 // Validate checks every value, so that a start with a bad one fails with
@@ -80,6 +85,10 @@ func (c Config) Validate() error {
 		return errors.New("--replica-announce-port must be a port number")
 	case c.ReplBacklogSize < 0:
 		return errors.New("--repl-backlog-size must not be negative")
+	case c.MinReplicasToWrite < 0:
+		return errors.New("--min-replicas-to-write must not be negative")
+	case c.MinReplicasMaxLag < 0:
+		return errors.New("--min-replicas-max-lag must not be negative")
 	case c.MetricsAddr != "":
 		return errors.New("--metrics-addr: metrics are not available yet")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
@@ -184,6 +193,8 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "replica-priority", Get: str(func(c Config) string { return strconv.Itoa(c.ReplicaPriority) })},
 		{Name: "replica-announce-ip", Get: str(func(c Config) string { return c.ReplicaAnnounceIP })},
 		{Name: "replica-announce-port", Get: str(func(c Config) string { return strconv.Itoa(c.ReplicaAnnouncePort) })},
+		{Name: "min-replicas-to-write", Get: str(func(c Config) string { return strconv.Itoa(c.MinReplicasToWrite) })},
+		{Name: "min-replicas-max-lag", Get: str(func(c Config) string { return strconv.Itoa(c.MinReplicasMaxLag) })},
 		{Name: "repl-backlog-size", Get: str(func(c Config) string { return strconv.FormatInt(c.ReplBacklogSize, 10) })},
 		{Name: "maxclients", Get: func() string { return strconv.FormatInt(n.maxClients.Load(), 10) },
 			Set: func(v string) error {

@@ -35,10 +35,23 @@ type Options struct {
 	// Resume, if set, is the position a replica's store was left at: the
 	// node asks its primary to continue from there (persist.Position).
 	Resume *persist.Position
-	// ReadOnly is called with true when the node becomes a replica and
-	// with false when it is promoted: the node refuses writes meanwhile.
-	ReadOnly func(bool)
+	// MinReplicas, if not 0, is how many good replicas a primary needs to
+	// take writes: online, and acknowledged within MinReplicasMaxLag
+	// seconds (Redis's min-replicas-to-write and -max-lag).
+	MinReplicas, MinReplicasMaxLag int
+	// Writes is called whenever whether the node takes writes changes:
+	// WritesOK, WritesReadOnly (a replica) or WritesNoReplicas.
+	Writes func(Writes)
 }
+
+// Writes is whether a node takes writes.
+type Writes int
+
+const (
+	WritesOK         Writes = iota
+	WritesReadOnly          // a replica
+	WritesNoReplicas        // a primary with too few good replicas
+)
 
 // DefaultBacklog and MinBacklog are Redis's repl-backlog-size default and
 // floor, in bytes.
@@ -95,6 +108,9 @@ type Manager struct {
 	stopped   bool      // Run has returned: nothing waits any more
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+
+	writes    Writes    // as last told (Options.Writes)
+	lastCheck time.Time // when the good replicas were last counted
 }
 
 // New returns a Manager for a primary; call Run to start it.
@@ -106,8 +122,8 @@ func New(o Options) *Manager {
 		o.BacklogSize = DefaultBacklog
 	}
 	o.BacklogSize = max(o.BacklogSize, MinBacklog)
-	if o.ReadOnly == nil {
-		o.ReadOnly = func(bool) {}
+	if o.Writes == nil {
+		o.Writes = func(Writes) {}
 	}
 	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger, feed: o.Engine.NewFeed(),
 		replid: newReplID(), replid2: noReplID, second: -1, links: map[*link]struct{}{}}
@@ -144,6 +160,9 @@ func newReplID() string {
 // Run pumps the engine's changes into the stream until ctx ends, then
 // closes every link, its primary's included.
 func (m *Manager) Run(ctx context.Context) {
+	m.mu.Lock()
+	m.setWritesLocked() // a primary with MinReplicas starts refusing
+	m.mu.Unlock()
 	t := time.NewTicker(pumpEvery)
 	defer t.Stop()
 	for {
@@ -161,6 +180,9 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-t.C:
 			m.mu.Lock()
 			m.pumpLocked()
+			if time.Since(m.lastCheck) >= goodEvery {
+				m.setWritesLocked()
+			}
 			m.mu.Unlock()
 		}
 	}
@@ -266,7 +288,7 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 		m.pumpLocked()
 		m.feed.Mute(true)
 		m.dropLinksLocked()
-		m.o.ReadOnly(true)
+		m.setWritesLocked()
 		// Heartbeats after the last change decide nothing, and the new
 		// primary may not have received them (it was promoted in
 		// between): offer the history up to the last change only.
@@ -302,7 +324,7 @@ func (m *Manager) NoOne() {
 	m.dropLinksLocked()
 	now := m.clk.Promote()
 	m.e.ResetTime(now)
-	m.o.ReadOnly(false)
+	m.setWritesLocked()
 	m.log.Info("promoted to primary", "replid", m.replid, "replid2", m.replid2, "offset", m.offset, "clock", now)
 }
 
@@ -398,6 +420,38 @@ func (m *Manager) waitAcks(n int, target int64, timeout time.Duration) int {
 		}
 		m.cond.Wait()
 	}
+}
+
+// goodEvery is how often a primary counts its good replicas.
+const goodEvery = 100 * time.Millisecond
+
+// setWritesLocked works out whether the node takes writes and tells the
+// node when that changed. m.mu must be held.
+func (m *Manager) setWritesLocked() {
+	m.lastCheck = time.Now()
+	w := WritesOK
+	switch {
+	case m.up != nil:
+		w = WritesReadOnly
+	case m.o.MinReplicas > 0 && m.goodLocked() < m.o.MinReplicas:
+		w = WritesNoReplicas
+	}
+	if w != m.writes {
+		m.writes = w
+		m.o.Writes(w)
+	}
+}
+
+// goodLocked counts the online replicas whose last acknowledgement is at
+// most MinReplicasMaxLag whole seconds old, as Redis counts good replicas.
+func (m *Manager) goodLocked() int {
+	k := 0
+	for l := range m.links {
+		if l.online && int(time.Since(l.ackAt)/time.Second) <= m.o.MinReplicasMaxLag {
+			k++
+		}
+	}
+	return k
 }
 
 // onlineLocked counts the replicas whose link is past its full sync.

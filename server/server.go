@@ -159,10 +159,14 @@ func Start(opts Options) (*Server, error) {
 		Engine: e, Clock: tl, Logger: log, BacklogSize: int(min(cfg.ReplBacklogSize, 1<<40)),
 		Port: cfg.Port, AnnounceIP: cfg.ReplicaAnnounceIP, AnnouncePort: cfg.ReplicaAnnouncePort,
 		MasterAuth: cfg.MasterAuth, Resume: resume,
-		ReadOnly: func(ro bool) {
-			if ro {
+		MinReplicas: cfg.MinReplicasToWrite, MinReplicasMaxLag: cfg.MinReplicasMaxLag,
+		Writes: func(w replication.Writes) {
+			switch w {
+			case replication.WritesReadOnly:
 				nd.RefuseWrites(commands.ErrReadOnly)
-			} else {
+			case replication.WritesNoReplicas:
+				nd.RefuseWrites(commands.ErrNoReplicas)
+			default:
 				nd.AcceptWrites()
 			}
 		},

@@ -173,3 +173,45 @@ func TestFailoverRealClocks(t *testing.T) {
 		})
 	}
 }
+
+// TestMinReplicasToWrite: a primary restarted alone (as a killed primary
+// comes back before Sentinel demotes it) admits requests without
+// --min-replicas-to-write: the window of double admission is open. With
+// it, every write is refused with Redis's -NOREPLICAS text until a good
+// replica is attached, peeks still answer, and a replica paused past
+// --min-replicas-max-lag closes writes again until it comes back.
+func TestMinReplicasToWrite(t *testing.T) {
+	open := startNode(t, t.TempDir(), manual(startMs)...)
+	require.Equal(t, "[0 1 0 -1 3600]", open.c.Do("CL.THROTTLE", "k", "0", "1", "3600", "1"), "without it: admitted")
+
+	p := startNode(t, t.TempDir(), manual(startMs, "--min-replicas-to-write", "1", "--min-replicas-max-lag", "1")...)
+	const noreplicas = "-NOREPLICAS Not enough good replicas to write."
+	rltest.WaitFor(t, 10*time.Second, "writes refused", func() (bool, string) {
+		r := p.c.Do("CL.THROTTLE", "k", "0", "1", "3600", "1")
+		return r == noreplicas, r
+	})
+	for _, cmd := range [][]string{{"RL.FIXED", "f", "5", "1m"}, {"DEL", "k"}, {"FLUSHALL"}} {
+		require.Equal(t, noreplicas, p.c.Do(cmd...), "%q", cmd)
+	}
+	require.Equal(t, "[0 1 1 -1 0]", p.c.Do("CL.THROTTLE", "k", "0", "1", "3600", "0"), "a peek answers")
+	require.Equal(t, "0", p.c.Do("DBSIZE"), "and stores nothing")
+	require.Equal(t, `["min-replicas-to-write" "1"]`, p.c.Do("CONFIG", "GET", "min-replicas-to-write"))
+
+	r := startReplica(t, t.TempDir(), p.addr, manual(startMs)...)
+	rltest.WaitFor(t, 10*time.Second, "writes taken with a good replica", func() (bool, string) {
+		v := p.c.Do("CL.THROTTLE", "k", "0", "1", "3600", "1")
+		return strings.HasPrefix(v, "[0 1 0 "), v
+	})
+
+	// The replica stops acknowledging: after a lag over a second, refused.
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGSTOP))
+	rltest.WaitFor(t, 20*time.Second, "writes refused again", func() (bool, string) {
+		v := p.c.Do("RL.FIXED", "f", "5", "1m")
+		return v == noreplicas, v
+	})
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGCONT))
+	rltest.WaitFor(t, 20*time.Second, "writes taken again", func() (bool, string) {
+		v := p.c.Do("RL.FIXED", "f", "5", "1m")
+		return strings.HasPrefix(v, "["), v // decided (admitted or limited), not refused
+	})
+}
