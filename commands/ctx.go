@@ -50,6 +50,8 @@ type Node interface {
 	// a channel (or pattern), or no longer; Publish delivers a message to
 	// every subscriber and returns how many received it. A subscriber
 	// that is s itself gets its message in w, before the reply.
+	// RewriteConfig is CONFIG REWRITE.
+	RewriteConfig(s *Session) error
 	Subscribe(s *Session, channel string, pattern bool)
 	Unsubscribe(s *Session, channel string, pattern bool)
 	Publish(s *Session, w Writer, channel, message []byte) int

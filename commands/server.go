@@ -193,10 +193,16 @@ func cmdConfigSet(x *Ctx) {
 	x.OK()
 }
 
-// cmdConfigRewrite: rlserver takes no configuration file yet, so there is
-// nothing to rewrite; Redis's answer then. Sentinel sends it inside the
-// MULTI that promotes or re-points a node, where it must be known.
-func cmdConfigRewrite(x *Ctx) { x.Error(ErrNoConfigFile) }
+// cmdConfigRewrite writes the running configuration, the role included,
+// into the configuration file; without one, Redis's error. Sentinel sends
+// it inside the MULTI that promotes or re-points a node.
+func cmdConfigRewrite(x *Ctx) {
+	if err := x.N.RewriteConfig(x.C); err != nil {
+		x.Error(err)
+		return
+	}
+	x.OK()
+}
 
 func cmdConfigResetStat(x *Ctx) {
 	x.N.ResetStats()

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/configfile"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -49,16 +52,19 @@ type Config struct {
 	// MinReplicasMaxLag seconds (Redis's min-replicas-to-write).
 	MinReplicasToWrite int
 	MinReplicasMaxLag  int
-	MaxClients         int
-	Timeout            int // idle seconds before a client is closed; 0 never
-	Shards             int
-	ClockMode          string // "real" or "manual"
-	TLSCert            string
-	TLSKey             string
-	LogLevel           string
-	LogFormat          string
-	MetricsAddr        string
-	Limits             Limits
+	// ConfigFile is the configuration file the server was started with
+	// (an absolute path), which CONFIG REWRITE rewrites; "" for none.
+	ConfigFile  string
+	MaxClients  int
+	Timeout     int // idle seconds before a client is closed; 0 never
+	Shards      int
+	ClockMode   string // "real" or "manual"
+	TLSCert     string
+	TLSKey      string
+	LogLevel    string
+	LogFormat   string
+	MetricsAddr string
+	Limits      Limits
 }
 
 // Validate checks every value, so that a start with a bad one fails with
@@ -165,13 +171,70 @@ func ParseLogLevel(v string) (slog.Level, error) {
 	return 0, fmt.Errorf("invalid log level %q", v)
 }
 
+// RewriteConfig is CONFIG REWRITE: the settings that changed since the
+// start (CONFIG SET) and the role (replicaof) are written into the
+// configuration file, Redis's way (configfile.Rewrite), so a node
+// restarted after a failover comes back in the role it was given.
+// Inside EXEC it runs once EXEC has, after the REPLICAOF it may follow
+// (Sentinel's MULTI: SLAVEOF, then CONFIG REWRITE); a failure then is
+// logged.
+func (n *Node) RewriteConfig(s *commands.Session) error {
+	cfg := n.Config()
+	if cfg.ConfigFile == "" {
+		return commands.ErrNoConfigFile
+	}
+	if c := n.clientOf(s); c != nil && c.inExec {
+		c.afterExec = append(c.afterExec, func() {
+			if err := n.RewriteConfig(nil); err != nil {
+				n.log.Error("CONFIG REWRITE failed", "path", cfg.ConfigFile, "err", err)
+			}
+		})
+		return nil
+	}
+	cfg = n.Config()
+	ups := []configfile.Update{{Name: "replicaof"}}
+	if cfg.ReplicaOf != "" {
+		ups[0].Line = "replicaof " + cfg.ReplicaOf
+	}
+	n.cfgMu.Lock()
+	changed := make([]string, 0, len(n.changed))
+	for name := range n.changed {
+		changed = append(changed, name)
+	}
+	n.cfgMu.Unlock()
+	sort.Strings(changed)
+	for _, p := range n.ConfigParams() {
+		if !slices.Contains(changed, p.Name) {
+			continue
+		}
+		name := p.Name
+		if f, ok := fileNames[name]; ok {
+			name = f
+		}
+		v := p.Get()
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			v = configfile.Quote(v)
+		}
+		ups = append(ups, configfile.Update{Name: name, Line: name + " " + v})
+	}
+	if err := configfile.Rewrite(cfg.ConfigFile, ups); err != nil {
+		return commands.Error("ERR Rewriting config file: " + err.Error())
+	}
+	n.log.Info("configuration file rewritten", "path", cfg.ConfigFile)
+	return nil
+}
+
+// fileNames are the configuration file's names of the CONFIG parameters
+// that differ: the file takes the flags' names.
+var fileNames = map[string]string{"loglevel": "log-level"}
+
 // ConfigParams are CONFIG GET's and CONFIG SET's parameters, in the order
 // CONFIG GET * lists them.
 func (n *Node) ConfigParams() []commands.ConfigParam {
 	str := func(f func(c Config) string) func() string {
 		return func() string { return f(n.Config()) }
 	}
-	return []commands.ConfigParam{
+	ps := []commands.ConfigParam{
 		{Name: "bind", Get: str(func(c Config) string { return c.Bind })},
 		{Name: "port", Get: str(func(c Config) string { return strconv.Itoa(c.Port) })},
 		{Name: "dir", Get: str(func(c Config) string { return c.Dir })},
@@ -230,4 +293,19 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "log-format", Get: str(func(c Config) string { return c.LogFormat })},
 		{Name: "metrics-addr", Get: str(func(c Config) string { return c.MetricsAddr })},
 	}
+	for i := range ps {
+		if set := ps[i].Set; set != nil {
+			name := ps[i].Name
+			ps[i].Set = func(v string) error {
+				if err := set(v); err != nil {
+					return err
+				}
+				n.cfgMu.Lock()
+				n.changed[name] = true
+				n.cfgMu.Unlock()
+				return nil
+			}
+		}
+	}
+	return ps
 }

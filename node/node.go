@@ -30,7 +30,10 @@ type Node struct {
 	runID    string
 
 	cfgMu sync.Mutex
-	cfg   Config
+	// changed are the CONFIG parameters CONFIG SET changed (CONFIG
+	// REWRITE writes them); guarded by cfgMu.
+	changed map[string]bool
+	cfg     Config
 
 	requirePass atomic.Pointer[string]
 	maxClients  atomic.Int64
@@ -104,8 +107,8 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 		started: time.Now(), cfg: cfg, clients: make(map[int64]*Client),
 		perCmd:   make([]stripedCounts, len(table.All())),
 		shutdown: make(chan struct{}),
-		runID:    newRunID(),
-		snap:     o.Snapshotter, loaded: o.Loaded, repl: o.Replication,
+		runID:    newRunID(), changed: map[string]bool{},
+		snap: o.Snapshotter, loaded: o.Loaded, repl: o.Replication,
 	}
 	pass := cfg.RequirePass
 	n.requirePass.Store(&pass)

@@ -12,12 +12,15 @@ import (
 	"math/bits"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/configfile"
 	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/server"
 )
@@ -42,6 +45,42 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rlserver:", err)
 		os.Exit(1)
 	}
+}
+
+// applyConfigFile sets the flags from the configuration file at path
+// (docs/protocol.md, "Configuration file"): each setting is a flag's name
+// without dashes, its arguments the value (replicaof's host and port
+// joined by a space). An unknown name or a bad value is an error naming
+// the file and the line.
+func applyConfigFile(fs *flag.FlagSet, path string) error {
+	settings, err := configfile.Parse(path)
+	if err != nil {
+		return fmt.Errorf("configuration file: %w", err)
+	}
+	for _, s := range settings {
+		at := fmt.Sprintf("%s:%d", path, s.Line)
+		if fs.Lookup(s.Name) == nil {
+			return fmt.Errorf("%s: unknown setting %q", at, s.Name)
+		}
+		if len(s.Args) == 0 {
+			return fmt.Errorf("%s: %s needs a value", at, s.Name)
+		}
+		v := strings.Join(s.Args, " ")
+		switch s.Name {
+		case "replicaof":
+			if _, _, err := node.ParseReplicaOf(v); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+		case "repl-backlog-size":
+			if _, err := node.ParseSize(v); err != nil {
+				return fmt.Errorf("%s: repl-backlog-size: %w", at, err)
+			}
+		}
+		if err := fs.Set(s.Name, v); err != nil {
+			return fmt.Errorf("%s: %s: invalid value %q: %w", at, s.Name, v, err)
+		}
+	}
+	return nil
 }
 
 // defaultShards is a power of two sized to the CPUs: enough shards that
@@ -86,7 +125,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (loopback only, e.g. 127.0.0.1:6060; off when empty)")
 	fs.Usage = func() {
 		// Every flag with its default, the empty and zero ones too.
-		fmt.Fprintf(stderr, "Usage: rlserver [flags]\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: rlserver [CONFIG_FILE] [flags]\n\nA configuration file takes the flags' names without dashes, in Redis's syntax (port 7001,\nreplicaof 127.0.0.1 7000); flags override it. CONFIG REWRITE rewrites it.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			def := f.DefValue
 			if def == "" {
@@ -95,11 +134,25 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "  --%s\n    \t%s (default %s)\n", f.Name, f.Usage, def)
 		})
 	}
+	var cfgFile string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cfgFile, args = args[0], args[1:]
+		if err := applyConfigFile(fs, cfgFile); err != nil {
+			return err
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfgFile != "" {
+		abs, err := filepath.Abs(cfgFile)
+		if err != nil {
+			return err
+		}
+		cfg.ConfigFile = abs
 	}
 	size, err := node.ParseSize(*backlog)
 	if err != nil {

@@ -87,9 +87,18 @@ var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 
 // startBinary runs the real binary and returns it with its address, read
 // from the start-up log line. The rest of its log is drained, unread.
+// withPort0 puts --port 0 before args, after a configuration file if args
+// start with one (it must come first).
+func withPort0(args []string) []string {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return append([]string{args[0], "--port", "0"}, args[1:]...)
+	}
+	return append([]string{"--port", "0"}, args...)
+}
+
 func startBinary(t *testing.T, bin string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--port", "0"}, args...)...)
+	cmd := exec.Command(bin, withPort0(args)...)
 	cmd.Dir = t.TempDir()
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

@@ -140,7 +140,7 @@ func runRefused(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, buildBinary(t), append([]string{"--port", "0"}, args...)...)
+	cmd := exec.CommandContext(ctx, buildBinary(t), withPort0(args)...)
 	cmd.Dir = t.TempDir()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

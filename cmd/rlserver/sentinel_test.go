@@ -82,9 +82,16 @@ func TestSentinelFailover(t *testing.T) {
 	sentinelBin := rltest.Tool(t, "redis-sentinel")
 	ctx := context.Background()
 	pPort := freePort(t)
-	pArgs := []string{"--port", strconv.Itoa(pPort)}
 	pDir := t.TempDir()
-	p := startNode(t, pDir, pArgs...)
+	// P runs from a configuration file, which Sentinel's CONFIG REWRITE
+	// keeps in step with the role it gives P.
+	pConf := filepath.Join(t.TempDir(), "p.conf")
+	require.NoError(t, os.WriteFile(pConf, []byte(fmt.Sprintf("# P\nport %d\ndir %q\n", pPort, pDir)), 0o644))
+	startP := func() *instance {
+		cmd, addr := startBinary(t, buildBinary(t), pConf, "--port", strconv.Itoa(pPort))
+		return &instance{cmd: cmd, addr: addr, c: rltest.Dial(t, addr)}
+	}
+	p := startP()
 	r1 := startReplica(t, t.TempDir(), p.addr)
 	r2 := startReplica(t, t.TempDir(), p.addr, "--replica-priority", "10")
 	var sentinels []*redis.Client
@@ -189,7 +196,7 @@ func TestSentinelFailover(t *testing.T) {
 	// P restarted as it was (a primary, on its own store) is made R2's
 	// replica by the Sentinels.
 	restarted := time.Now()
-	p = startNode(t, pDir, pArgs...)
+	p = startP()
 	rltest.WaitFor(t, 30*time.Second, "P to become R2's replica", func() (bool, string) {
 		f := rltest.Info(t, rltest.Dial(t, p.addr), "replication")
 		return f["role"] == "slave" && f["master_port"] == r2Port && f["master_link_status"] == "up", fmt.Sprint(f)
@@ -197,4 +204,15 @@ func TestSentinelFailover(t *testing.T) {
 	t.Logf("P restarted: R2's replica after %v", time.Since(restarted).Round(time.Millisecond))
 	v := rltest.Dial(t, p.addr).Do("CL.THROTTLE", "user:7", "0", "1", "3600", "0")
 	require.True(t, strings.HasPrefix(v, "[0 1 0 "), "P holds R2's state: %s", v)
+
+	// Restarted once more, P is a replica from the start: its file says so.
+	b, err := os.ReadFile(pConf)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "replicaof 127.0.0.1 "+r2Port, "Sentinel's CONFIG REWRITE")
+	p.stop(t, "SIGTERM")
+	p = startP()
+	f := rltest.Info(t, p.c, "replication")
+	require.Equal(t, "slave", f["role"], "a replica at once after another restart")
+	require.Equal(t, r2Port, f["master_port"])
+	rltest.WaitLinkUp(t, rltest.Dial(t, p.addr))
 }
