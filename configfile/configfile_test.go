@@ -73,3 +73,23 @@ func TestRewrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary file left")
 }
+
+// FuzzSplitArgs: any line splits without panicking, and every argument
+// it yields, quoted, splits back to itself.
+func FuzzSplitArgs(f *testing.F) {
+	for _, s := range []string{"port 7001", `dir "a b"`, `x "\x41\n"`, `y 'it\'s'`, `"open`, `# c`, "a\tb  c", `"a"b`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args, err := SplitArgs(line)
+		if err != nil {
+			return
+		}
+		for _, a := range args {
+			got, err := SplitArgs("x " + Quote(a))
+			if err != nil || len(got) != 2 || got[1] != a {
+				t.Fatalf("%q: argument %q quoted as %s splits to %q, %v", line, a, Quote(a), got, err)
+			}
+		}
+	})
+}
