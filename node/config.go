@@ -54,7 +54,11 @@ type Config struct {
 	MinReplicasMaxLag  int
 	// ConfigFile is the configuration file the server was started with
 	// (an absolute path), which CONFIG REWRITE rewrites; "" for none.
+	// CommandLine are the settings given as flags, as the file's lines
+	// (CONFIG REWRITE writes them too, as Redis writes every setting
+	// that differs from its default).
 	ConfigFile  string
+	CommandLine []configfile.Update
 	MaxClients  int
 	Timeout     int // idle seconds before a client is closed; 0 never
 	Shards      int
@@ -196,6 +200,11 @@ func (n *Node) RewriteConfig(s *commands.Session) error {
 	if cfg.ReplicaOf != "" {
 		ups[0].Line = "replicaof " + cfg.ReplicaOf
 	}
+	for _, u := range cfg.CommandLine {
+		if u.Name != "replicaof" { // the role as it is now, above
+			ups = append(ups, u)
+		}
+	}
 	n.cfgMu.Lock()
 	changed := make([]string, 0, len(n.changed))
 	for name := range n.changed {
@@ -215,7 +224,12 @@ func (n *Node) RewriteConfig(s *commands.Session) error {
 		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
 			v = configfile.Quote(v)
 		}
-		ups = append(ups, configfile.Update{Name: name, Line: name + " " + v})
+		u := configfile.Update{Name: name, Line: name + " " + v}
+		if i := slices.IndexFunc(ups, func(o configfile.Update) bool { return o.Name == name }); i >= 0 {
+			ups[i] = u // changed since the start: the value now
+		} else {
+			ups = append(ups, u)
+		}
 	}
 	if err := configfile.Rewrite(cfg.ConfigFile, ups); err != nil {
 		return commands.Error("ERR Rewriting config file: " + err.Error())

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -153,6 +154,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		cfg.ConfigFile = abs
+		// The settings given (on the command line or in the file, whose
+		// lines are rewritten in place) as the file's lines.
+		fs.Visit(func(f *flag.Flag) {
+			v := f.Value.String()
+			if _, err := strconv.ParseFloat(v, 64); err != nil && f.Name != "replicaof" {
+				v = configfile.Quote(v)
+			}
+			cfg.CommandLine = append(cfg.CommandLine, configfile.Update{Name: f.Name, Line: f.Name + " " + v})
+		})
 	}
 	size, err := node.ParseSize(*backlog)
 	if err != nil {
