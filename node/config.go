@@ -59,16 +59,20 @@ type Config struct {
 	// that differs from its default).
 	ConfigFile  string
 	CommandLine []configfile.Update
-	MaxClients  int
-	Timeout     int // idle seconds before a client is closed; 0 never
-	Shards      int
-	ClockMode   string // "real" or "manual"
-	TLSCert     string
-	TLSKey      string
-	LogLevel    string
-	LogFormat   string
-	MetricsAddr string
-	Limits      Limits
+	// ClockStartMs and PprofAddr are the flags of the same names, for
+	// CONFIG GET (the wiring uses them).
+	ClockStartMs int64
+	PprofAddr    string
+	MaxClients   int
+	Timeout      int // idle seconds before a client is closed; 0 never
+	Shards       int
+	ClockMode    string // "real" or "manual"
+	TLSCert      string
+	TLSKey       string
+	LogLevel     string
+	LogFormat    string
+	MetricsAddr  string
+	Limits       Limits
 }
 
 // Validate checks every value, so that a start with a bad one fails with
@@ -240,7 +244,7 @@ func (n *Node) RewriteConfig(s *commands.Session) error {
 
 // fileNames are the configuration file's names of the CONFIG parameters
 // that differ: the file takes the flags' names.
-var fileNames = map[string]string{"loglevel": "log-level"}
+var fileNames = map[string]string{"loglevel": "log-level", "tls-cert-file": "tls-cert", "tls-key-file": "tls-key"}
 
 // ConfigParams are CONFIG GET's and CONFIG SET's parameters, in the order
 // CONFIG GET * lists them.
@@ -293,9 +297,22 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "shards", Get: func() string { return strconv.Itoa(n.engine.Shards()) }},
 		{Name: "clock", Get: str(func(c Config) string { return c.ClockMode })},
+		{Name: "clock-start", Get: str(func(c Config) string { return strconv.FormatInt(c.ClockStartMs, 10) })},
 		{Name: "tls-cert-file", Get: str(func(c Config) string { return c.TLSCert })},
 		{Name: "tls-key-file", Get: str(func(c Config) string { return c.TLSKey })},
+		{Name: "tls-cert", Get: str(func(c Config) string { return c.TLSCert })}, // the flags' names
+		{Name: "tls-key", Get: str(func(c Config) string { return c.TLSKey })},
+		{Name: "pprof-addr", Get: str(func(c Config) string { return c.PprofAddr })},
 		{Name: "loglevel", Get: func() string { return strings.ToLower(n.logLevel.Level().String()) },
+			Set: func(v string) error {
+				l, err := ParseLogLevel(v)
+				if err != nil {
+					return err
+				}
+				n.logLevel.Set(l)
+				return nil
+			}},
+		{Name: "log-level", Get: func() string { return strings.ToLower(n.logLevel.Level().String()) },
 			Set: func(v string) error {
 				l, err := ParseLogLevel(v)
 				if err != nil {

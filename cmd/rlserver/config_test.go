@@ -5,8 +5,11 @@ package main
 // and CONFIG REWRITE writes the role so a restart keeps it.
 
 import (
+	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -94,4 +97,21 @@ func TestConfigRewriteKeepsTheRole(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(b), "replicaof")
 	_ = cmd
+}
+
+// TestConfigGetCoversEveryFlag: every flag, by the name the
+// configuration file takes, is a CONFIG GET parameter.
+func TestConfigGetCoversEveryFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	require.ErrorIs(t, run(t.Context(), []string{"--help"}, &stderr), flag.ErrHelp)
+	names := regexp.MustCompile(`(?m)^  --([a-z-]+)$`).FindAllStringSubmatch(stderr.String(), -1)
+	require.Greater(t, len(names), 20)
+	_, addr := startBinary(t, buildBinary(t), "--clock", "manual", "--save-interval", "0")
+	c := rltest.Dial(t, addr)
+	for _, m := range names {
+		r := c.Do("CONFIG", "GET", m[1])
+		require.True(t, strings.HasPrefix(r, `["`+m[1]+`" `), "CONFIG GET %s: %s", m[1], r)
+	}
+	require.Equal(t, "+OK", c.Do("CONFIG", "SET", "log-level", "warn"))
+	require.Equal(t, `["loglevel" "warn"]`, c.Do("CONFIG", "GET", "loglevel"))
 }

@@ -199,6 +199,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
+	cfg.ClockStartMs, cfg.PprofAddr = clockStart, *pprofAddr
 	srv, err := server.Start(server.Options{Config: cfg, ClockStart: clockStart * int64(time.Millisecond), Logger: log, LogLevel: level})
 	if err != nil {
 		return err
