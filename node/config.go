@@ -300,8 +300,6 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "clock-start", Get: str(func(c Config) string { return strconv.FormatInt(c.ClockStartMs, 10) })},
 		{Name: "tls-cert-file", Get: str(func(c Config) string { return c.TLSCert })},
 		{Name: "tls-key-file", Get: str(func(c Config) string { return c.TLSKey })},
-		{Name: "tls-cert", Get: str(func(c Config) string { return c.TLSCert })}, // the flags' names
-		{Name: "tls-key", Get: str(func(c Config) string { return c.TLSKey })},
 		{Name: "pprof-addr", Get: str(func(c Config) string { return c.PprofAddr })},
 		{Name: "loglevel", Get: func() string { return strings.ToLower(n.logLevel.Level().String()) },
 			Set: func(v string) error {
@@ -312,17 +310,15 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 				n.logLevel.Set(l)
 				return nil
 			}},
-		{Name: "log-level", Get: func() string { return strings.ToLower(n.logLevel.Level().String()) },
-			Set: func(v string) error {
-				l, err := ParseLogLevel(v)
-				if err != nil {
-					return err
-				}
-				n.logLevel.Set(l)
-				return nil
-			}},
 		{Name: "log-format", Get: str(func(c Config) string { return c.LogFormat })},
 		{Name: "metrics-addr", Get: str(func(c Config) string { return c.MetricsAddr })},
+	}
+	// The flags' names where Redis's differ: the same parameters.
+	for _, p := range slices.Clone(ps) {
+		if flag, ok := fileNames[p.Name]; ok {
+			p.Name = flag
+			ps = append(ps, p)
+		}
 	}
 	for i := range ps {
 		if set := ps[i].Set; set != nil {
