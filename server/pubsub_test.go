@@ -108,6 +108,14 @@ func TestPubSubGoRedisAndReplica(t *testing.T) {
 func TestSentinelTransaction(t *testing.T) {
 	p, r := startRepl(t), startRepl(t)
 	follow(t, r, p)
+	// CLIENT KILL TYPE normal spares replication links: the replica
+	// never had to reconnect.
+	pk0 := rltest.Dial(t, p.s.Addr.String())
+	require.Equal(t, "1", pk0.Do("CLIENT", "KILL", "TYPE", "normal"), "the test's other connection, not the link")
+	pk0.Do("RL.FIXED", "w", "5", "1m")
+	require.Equal(t, "1", pk0.Do("WAIT", "1", "5000"))
+	f := rltest.Info(t, pk0, "stats")
+	require.Equal(t, []string{"1", "0"}, []string{f["sync_full"], f["sync_partial_ok"]})
 	killer := rltest.Dial(t, r.s.Addr.String())
 	for _, cmd := range [][]string{{"MULTI"}, {"SLAVEOF", "NO", "ONE"}, {"CONFIG", "REWRITE"}, {"CLIENT", "KILL", "TYPE", "normal"}, {"CLIENT", "KILL", "TYPE", "pubsub"}} {
 		want := "+QUEUED"

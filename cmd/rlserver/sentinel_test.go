@@ -181,17 +181,28 @@ func TestSentinelFailover(t *testing.T) {
 		require.EqualValues(t, 1, v[0], "key %d after the failover: still limited", i)
 	}
 	require.GreaterOrEqual(t, serverTime(t, rltest.Dial(t, r2.addr)), last, "R2's TIME is not behind P's last")
-	t.Logf("failover: kill to every Sentinel naming R2 %v, to the client's first good reply %v", switched.Round(time.Millisecond), firstGood.Round(time.Millisecond))
+	// The first +switch-master in the Sentinels' logs ("pid:X 02 Dec 2026
+	// 01:57:02.775 # +switch-master ...", local time).
+	var switchAt time.Time
 	for _, l := range logs {
-		if b, err := os.ReadFile(l); err == nil {
-			sc := bufio.NewScanner(strings.NewReader(string(b)))
-			for sc.Scan() {
-				if strings.Contains(sc.Text(), "+switch-master") || strings.Contains(sc.Text(), "+convert-to-slave") {
-					t.Log(sc.Text())
-				}
+		b, err := os.ReadFile(l)
+		require.NoError(t, err)
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.Contains(line, "+switch-master") {
+				continue
+			}
+			t.Log(line)
+			_, rest, _ := strings.Cut(line, ":X ")
+			if at, err := time.ParseInLocation("02 Jan 2006 15:04:05.000", rest[:min(len(rest), 24)], time.Local); err == nil && (switchAt.IsZero() || at.Before(switchAt)) {
+				switchAt = at
 			}
 		}
 	}
+	require.False(t, switchAt.IsZero(), "a +switch-master in the Sentinels' logs")
+	t.Logf("failover: kill to +switch-master %v, to every Sentinel naming R2 %v, to the client's first good reply %v",
+		switchAt.Sub(killed).Round(time.Millisecond), switched.Round(time.Millisecond), firstGood.Round(time.Millisecond))
 
 	// P restarted as it was (a primary, on its own store) is made R2's
 	// replica by the Sentinels.
