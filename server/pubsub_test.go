@@ -68,6 +68,9 @@ func TestPubSub(t *testing.T) {
 		require.Equal(t, "1", pub.Do("CLIENT", "KILL", "TYPE", "normal"), "the other normal client, never the caller")
 		require.True(t, other.Closed())
 		require.Equal(t, "0", pub.Do("PUBLISH", "__sentinel__:hello", "x"), "a closed subscriber is gone")
+		require.Equal(t, "-ERR Unknown client type 'bogus'", pub.Do("CLIENT", "KILL", "TYPE", "bogus"))
+		require.Equal(t, "0", pub.Do("CLIENT", "KILL", "TYPE", "master"), "a primary has no primary link")
+		require.Equal(t, "0", pub.Do("CLIENT", "KILL", "TYPE", "slave"), "nor replicas")
 
 		// UNSUBSCRIBE: each, then all, then none left.
 		u := rltest.Dial(t, addr)
