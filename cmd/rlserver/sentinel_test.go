@@ -26,6 +26,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// pythonWithRedis returns a Python with redis-py (Debian's python3-redis),
+// or skips the test (fails with RLSERVER_REQUIRE_TOOLS=1).
+func pythonWithRedis(t *testing.T) string {
+	t.Helper()
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(py, "-c", "import redis.sentinel").Run() == nil {
+			return py
+		}
+	}
+	msg := "a python3 with redis-py not found: install Debian's python3-redis (apt-get install python3-redis) to run this test"
+	if os.Getenv(rltest.RequireToolsEnv) == "1" {
+		t.Fatalf("%s (%s=1 makes this a failure)", msg, rltest.RequireToolsEnv)
+	}
+	t.Skip(msg)
+	return ""
+}
+
 // freePort returns a loopback port nobody listens on now.
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -181,6 +198,7 @@ func TestSentinelFailover(t *testing.T) {
 		require.EqualValues(t, 1, v[0], "key %d after the failover: still limited", i)
 	}
 	require.GreaterOrEqual(t, serverTime(t, rltest.Dial(t, r2.addr)), last, "R2's TIME is not behind P's last")
+
 	// The first +switch-master in the Sentinels' logs ("pid:X 02 Dec 2026
 	// 01:57:02.775 # +switch-master ...", local time).
 	var switchAt time.Time
@@ -226,4 +244,20 @@ func TestSentinelFailover(t *testing.T) {
 	require.Equal(t, "slave", f["role"], "a replica at once after another restart")
 	require.Equal(t, r2Port, f["master_port"])
 	rltest.WaitLinkUp(t, rltest.Dial(t, p.addr))
+
+	// redis-py's Sentinel support finds R2 too, and the limits held (last:
+	// it skips where redis-py is missing).
+	py := pythonWithRedis(t)
+	var sentinelList []string
+	for _, a := range addrs {
+		h, port, _ := strings.Cut(a, ":")
+		sentinelList = append(sentinelList, fmt.Sprintf("(%q, %s)", h, port))
+	}
+	script := fmt.Sprintf(`from redis.sentinel import Sentinel
+s = Sentinel([%s], socket_timeout=2)
+print(s.discover_master("m")[1], s.master_for("m", socket_timeout=2).execute_command("CL.THROTTLE", "user:3", 0, 1, 3600, 1))`,
+		strings.Join(sentinelList, ", "))
+	out, err := exec.Command(py, "-c", script).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, "^"+r2Port+` \[1, 1, 0, \d+, \d+\]`, string(out), "redis-py: R2, and user:3 still limited")
 }
