@@ -187,12 +187,18 @@ func (l *loop) resume() {
 	list, msgs := l.unparked, l.delivered
 	l.unparked, l.delivered = nil, nil
 	l.mu.Unlock()
+	limit := l.s.node.Limits().MaxOutput
 	for _, d := range msgs {
 		lc := d.lc
-		if lc.dead {
+		if lc.dead || lc.closing {
 			continue
 		}
 		commands.WriteMessage(lc.w, d.m.Pattern, d.m.Channel, d.m.Payload)
+		if len(lc.w.Bytes()) > limit { // a subscriber that does not read
+			l.s.node.Logger().Warn("client output limit reached by published messages, closing connection", "addr", lc.c.Addr, "bytes", len(lc.w.Bytes()))
+			l.close(lc)
+			continue
+		}
 		if !lc.seen {
 			lc.seen = true
 			l.round = append(l.round, lc)

@@ -169,13 +169,60 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 	// Messages published by other connections are written at once, from
 	// the publisher's goroutine; wmu keeps them and the replies whole.
 	var wmu sync.Mutex
+	// A writer of its own writes them, in order, so a subscriber that
+	// does not read never blocks the publisher; past the queue's room it
+	// is disconnected, as Redis disconnects a pub/sub client over its
+	// output limit.
+	var (
+		qmu    sync.Mutex
+		queue  []*node.Message
+		qbytes int
+		wake   = make(chan struct{}, 1)
+		done   = make(chan struct{})
+	)
+	limit := lim.MaxOutput
 	c.SetDeliver(func(m *node.Message) {
-		mw := NewWriter(c.Proto)
-		commands.WriteMessage(mw, m.Pattern, m.Channel, m.Payload)
-		wmu.Lock()
-		rw.Write(mw.Bytes())
-		wmu.Unlock()
+		qmu.Lock()
+		queue = append(queue, m)
+		qbytes += len(m.Channel) + len(m.Payload) + len(m.Pattern)
+		over := qbytes > limit
+		qmu.Unlock()
+		if over {
+			if c.Close != nil {
+				c.Close()
+			}
+			return
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
 	})
+	go func() {
+		mw := NewWriter(c.Proto)
+		for {
+			select {
+			case <-done:
+				return
+			case <-wake:
+			}
+			qmu.Lock()
+			ms := queue
+			queue, qbytes = nil, 0
+			qmu.Unlock()
+			mw.Reset()
+			for _, m := range ms {
+				commands.WriteMessage(mw, m.Pattern, m.Channel, m.Payload)
+			}
+			wmu.Lock()
+			_, err := rw.Write(mw.Bytes())
+			wmu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer close(done)
 	flush := func() bool {
 		if len(w.Bytes()) == 0 {
 			return true

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,27 @@ func TestSentinelTransaction(t *testing.T) {
 	require.Equal(t, `[+OK -ERR The server is running without a config file 1 0]`, pk.Do("EXEC"))
 	rltest.WaitLinkUp(t, pk)
 	require.Equal(t, strconv.Itoa(r.port), rltest.Info(t, pk, "replication")["master_port"])
+}
+
+// TestSlowSubscriberIsDisconnected: a subscriber that never reads is
+// closed once its unread messages pass the output limit (64 MiB); the
+// publisher is never blocked and the server goes on.
+func TestSlowSubscriberIsDisconnected(t *testing.T) {
+	for _, perConn := range []bool{false, true} {
+		s := rltest.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
+		addr := s.Addr.String()
+		sub, pub := rltest.Dial(t, addr), rltest.Dial(t, addr)
+		require.Equal(t, `["subscribe" "flood" 1]`, sub.Do("SUBSCRIBE", "flood"))
+		payload := strings.Repeat("x", 60<<10)
+		cmds := make([][]string, 200)
+		for i := range cmds {
+			cmds[i] = []string{"PUBLISH", "flood", payload}
+		}
+		rltest.WaitFor(t, 60*time.Second, "the subscriber dropped", func() (bool, string) {
+			replies := rltest.Pipeline(t, pub, cmds)
+			last := replies[len(replies)-1]
+			return last == "0", last
+		})
+		require.Equal(t, "+PONG", rltest.Dial(t, addr).Do("PING"))
+	}
 }
