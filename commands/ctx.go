@@ -45,7 +45,7 @@ type Node interface {
 	ReplicaOfNoOne(s *Session) error
 	Role() Role
 	Psync(s *Session, replid string, offset int64) error
-	Wait(s *Session, replicas int, timeout time.Duration) (now int, later func() int, err error)
+	Wait(s *Session, replicas int, timeout time.Duration) (now int, later func(gone <-chan struct{}) int, err error)
 	// Subscribe and Unsubscribe register the session as a subscriber of
 	// a channel (or pattern), or no longer; Publish delivers a message to
 	// every subscriber and returns how many received it. A subscriber

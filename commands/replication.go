@@ -81,8 +81,8 @@ func cmdWait(x *Ctx) {
 	case later == nil:
 		x.W.Int(int64(now))
 	default:
-		x.C.Park(func() func(Writer) {
-			k := int64(later())
+		x.C.Park(func(gone <-chan struct{}) func(Writer) {
+			k := int64(later(gone))
 			return func(w Writer) { w.Int(k) }
 		})
 	}

@@ -45,7 +45,7 @@ type Session struct {
 	wrote bool
 	// park, once set (a WAIT that must wait), blocks for the command's
 	// reply (TakePark).
-	park func() func(Writer)
+	park func(gone <-chan struct{}) func(Writer)
 
 	// The channels and patterns the connection subscribed to (pub/sub),
 	// and how many in all, for other connections (CLIENT KILL TYPE
@@ -79,14 +79,15 @@ func (s *Session) Wrote() { s.wrote = true }
 func (s *Session) HasWritten() bool { return s.wrote }
 
 // Park defers the current command's reply: wait blocks until it is
-// known and returns what writes it. The connection runs wait on a
+// known, or gone closes (the connection went: it may return nil), and
+// returns what writes it. The connection runs wait on a
 // goroutine of its own, reads nothing more meanwhile (as Redis blocks a
 // client), and others on its event loop go on.
-func (s *Session) Park(wait func() func(Writer)) { s.park = wait }
+func (s *Session) Park(wait func(gone <-chan struct{}) func(Writer)) { s.park = wait }
 
 // TakePark returns, once, the wait Park set for the current command, or
 // nil.
-func (s *Session) TakePark() func() func(Writer) {
+func (s *Session) TakePark() func(gone <-chan struct{}) func(Writer) {
 	p := s.park
 	s.park = nil
 	return p

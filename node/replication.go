@@ -96,7 +96,7 @@ func (n *Node) Psync(s *commands.Session, replid string, offset int64) error {
 // Wait is WAIT: replicas that acknowledged s's writes, now or, when it
 // must wait for them, later (replication.Manager.Wait). Inside EXEC it
 // never waits, as Redis's does not.
-func (n *Node) Wait(s *commands.Session, replicas int, timeout time.Duration) (int, func() int, error) {
+func (n *Node) Wait(s *commands.Session, replicas int, timeout time.Duration) (int, func(gone <-chan struct{}) int, error) {
 	if n.repl == nil {
 		return 0, nil, nil
 	}

@@ -369,9 +369,9 @@ func (m *Manager) KillPrimary() int {
 // have already, or the caller made no write (wrote false: the replicas
 // online count), or it may not block (inside EXEC: no pump either, the
 // shards being locked), the answer is now and later is nil. Otherwise
-// later blocks until n have, timeout passes (0: no limit) or the Manager
-// stops, and returns how many have.
-func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int, later func() int) {
+// later blocks until n have, timeout passes (0: no limit), gone closes
+// (the client went) or the Manager stops, and returns how many have.
+func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int, later func(gone <-chan struct{}) int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !wrote || len(m.links) == 0 {
@@ -384,7 +384,7 @@ func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int
 	if k := m.ackedLocked(target); k >= n || !block {
 		return k, nil
 	}
-	return 0, func() int { return m.waitAcks(n, target, timeout) }
+	return 0, func(gone <-chan struct{}) int { return m.waitAcks(n, target, timeout, gone) }
 }
 
 // ackedLocked counts the replicas that acknowledged offset target.
@@ -399,11 +399,26 @@ func (m *Manager) ackedLocked(target int64) int {
 }
 
 // waitAcks blocks until n replicas acknowledged target, timeout passes
-// (0: no limit) or the Manager stops, and returns how many have.
-func (m *Manager) waitAcks(n int, target int64, timeout time.Duration) int {
+// (0: no limit), gone closes or the Manager stops, and returns how many
+// have.
+func (m *Manager) waitAcks(n int, target int64, timeout time.Duration, gone <-chan struct{}) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	expired := false
+	if gone != nil {
+		stop := make(chan struct{})
+		defer close(stop) // before the unlock: the watcher then waits for m.mu, then sees nothing to do
+		go func() {
+			select {
+			case <-gone:
+				m.mu.Lock()
+				expired = true
+				m.cond.Broadcast()
+				m.mu.Unlock()
+			case <-stop:
+			}
+		}()
+	}
 	if timeout > 0 {
 		t := time.AfterFunc(timeout, func() {
 			m.mu.Lock()

@@ -66,6 +66,7 @@ type lconn struct {
 	// parked: a command's reply is awaited (Session.Park, a WAIT):
 	// nothing is read until it comes (resume).
 	parked bool
+	gone   chan struct{} // closed when it closes while parked
 	mu     sync.Mutex
 	dead   bool // fd closed (guards kills from other goroutines)
 }
@@ -163,13 +164,15 @@ func (l *loop) deliver(lc *lconn, m *node.Message) {
 // park runs wait, a command's deferred reply, on a goroutine of its own;
 // the connection reads nothing until resume writes the reply. A hang-up
 // meanwhile closes it (handle).
-func (l *loop) park(lc *lconn, wait func() func(commands.Writer)) {
+func (l *loop) park(lc *lconn, wait func(gone <-chan struct{}) func(commands.Writer)) {
 	lc.parked = true
+	gone := make(chan struct{})
+	lc.gone = gone
 	if !lc.busy {
 		l.interest(lc, syscall.EPOLLRDHUP)
 	}
 	go func() {
-		reply := wait()
+		reply := wait(gone)
 		l.mu.Lock()
 		first := len(l.delivered) == 0 && len(l.unparked) == 0
 		l.unparked = append(l.unparked, unparked{lc, reply})
@@ -209,7 +212,7 @@ func (l *loop) resume() {
 		if lc.dead {
 			continue
 		}
-		lc.parked = false
+		lc.parked, lc.gone = false, nil
 		u.reply(lc.w)
 		if !lc.seen {
 			lc.seen = true
@@ -619,6 +622,10 @@ func (l *loop) close(lc *lconn) {
 	}
 	lc.mu.Lock()
 	lc.dead = true
+	if lc.gone != nil {
+		close(lc.gone) // a parked command stops waiting
+		lc.gone = nil
+	}
 	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, lc.fd, nil)
 	l.mu.Lock()
 	delete(l.conns, lc.fd)

@@ -262,7 +262,7 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 			if !flush() {
 				return nil, nil
 			}
-			p()(w)
+			p(nil)(w) // only this goroutine waits; it ends with its timeout or the acks
 		}
 		if len(w.Bytes()) > lim.MaxOutput {
 			srv.Logger().Warn("client output limit reached, closing connection", "addr", c.Addr, "bytes", len(w.Bytes()), "limit", lim.MaxOutput)

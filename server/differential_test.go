@@ -46,7 +46,7 @@ func (n *driven) do(args []string) string {
 	n.w.Reset()
 	n.s.Node.Exec(n.c, b, n.w)
 	if p := n.c.TakePark(); p != nil { // a WAIT that waits: here, in line
-		p()(n.w)
+		p(nil)(n.w)
 	}
 	return string(n.w.Bytes())
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -454,6 +455,18 @@ func TestWaitBlocksOnlyItsClient(t *testing.T) {
 		require.Regexp(t, `^\[[01] 5 \d+ -?\d+ \d+\]$`, c.Do("RL.FIXED", "w", "5", "1m"))
 	}
 	require.Equal(t, "1", p.c.Do("WAIT", "0", "0"), "WAIT 0 answers at once")
+	// A second waiter that hangs up: its wait ends, the server goes on.
+	gone := rltest.Dial(t, p.s.Addr.String())
+	gone.Do("RL.FIXED", "g", "5", "1m")
+	waiting := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "replication.(*Manager).waitAcks(") // its frame, not its closures' or "created by" lines
+	}
+	gone.Send(rltest.Encode("WAIT", "1", "0"))
+	rltest.WaitFor(t, 10*time.Second, "both WAITs to wait", func() (bool, string) { return waiting() == 2, fmt.Sprint(waiting()) })
+	gone.Close()
+	rltest.WaitFor(t, 10*time.Second, "the WAIT of the client gone to end", func() (bool, string) { return waiting() == 1, fmt.Sprint(waiting()) })
+	require.Equal(t, "+PONG", p.c.Do("PING"))
 	// The waiter is still waiting: its next reply is the WAIT's, once acknowledged.
 	ack(strconv.FormatInt(1<<40, 10))
 	r, err := waiter.Read()
@@ -467,12 +480,5 @@ func TestWaitBlocksOnlyItsClient(t *testing.T) {
 	require.Equal(t, "+QUEUED", waiter.Do("WAIT", "1", "0"))
 	require.Regexp(t, `^\[\[0 5 4 -1 \d+\] [01]\]$`, waiter.Do("EXEC"))
 
-	// A waiter that hangs up: closed, the server goes on.
-	gone := rltest.Dial(t, p.s.Addr.String())
-	gone.Do("RL.FIXED", "g", "5", "1m")
-	gone.Send(rltest.Encode("WAIT", "1", "0"))
-	gone.Close()
-	require.Equal(t, "+PONG", p.c.Do("PING"))
-	ack(strconv.FormatInt(1<<41, 10))
 	require.Equal(t, "+PONG", others[0].Do("PING"))
 }

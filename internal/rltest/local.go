@@ -38,7 +38,7 @@ func (l *Local) Do(args ...string) string {
 	l.c.Mark()
 	l.n.Exec(l.c, Argv(args...), l.w)
 	if p := l.c.TakePark(); p != nil { // a WAIT that waits: here, in line
-		p()(l.w)
+		p(nil)(l.w)
 	}
 	out := l.w.Bytes()
 	if len(out) == 0 { // SHUTDOWN: no reply
