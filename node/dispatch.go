@@ -60,6 +60,9 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 		st = st.ReadOnly()
 	} else if cmd.Has(commands.FlagWrite) {
 		c.Wrote()
+		n.run(c, cmd, args, w, now, st)
+		n.tellReplication()
+		return
 	}
 	n.run(c, cmd, args, w, now, st)
 }
@@ -74,6 +77,7 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 	c.inExec = true
 	defer func() {
 		c.inExec = false
+		n.tellReplication()
 		for _, f := range c.afterExec {
 			f()
 		}
@@ -100,6 +104,14 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 		}
 	})
 	c.ctx = saved
+}
+
+// tellReplication tells replication that a write ran
+// (replication.Manager.Changed).
+func (n *Node) tellReplication() {
+	if n.repl != nil {
+		n.repl.Changed()
+	}
 }
 
 // clientOf finds the client of a session of this node.

@@ -139,6 +139,7 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 		l.out = l.out[:m.bl.read(l.out, s.Offset)]
 		l.online, l.ack, l.ackAt = true, s.Offset-1, time.Now()
 		m.links[l] = struct{}{}
+		m.linked.Store(true)
 		m.log.Info("replica continues", "addr", l.conn.RemoteAddr(), "offset", s.Offset)
 		return "+CONTINUE " + m.replid + "\r\n", nil, nil
 	}
@@ -164,6 +165,7 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 	m.seq++
 	l.seq = m.seq
 	m.links[l] = struct{}{}
+	m.linked.Store(true)
 	m.log.Info("replica full sync", "addr", l.conn.RemoteAddr(), "keys", keys, "bytes", len(fw.buf), "offset", m.offset)
 	return "+FULLRESYNC " + m.replid + " " + strconv.FormatInt(m.offset, 10) + "\r\n", fw.buf, nil
 }
@@ -207,6 +209,7 @@ func (l *link) closeLocked() {
 	l.out, l.spare = nil, nil
 	l.conn.Close()
 	delete(l.m.links, l)
+	l.m.linked.Store(len(l.m.links) > 0)
 	l.m.cond.Broadcast()
 }
 
