@@ -151,9 +151,5 @@ func parse(v []any, unit time.Duration) (Result, error) {
 		}
 		n[i] = x
 	}
-	r := Result{Allowed: n[0] == 0, Limit: n[1], Remaining: n[2], ResetAfter: time.Duration(n[4]) * unit}
-	if n[3] > 0 {
-		r.RetryAfter = time.Duration(n[3]) * unit
-	}
-	return r, nil
+	return fromReply(n[0] != 0, n[1], n[2], n[3], n[4], unit), nil
 }

@@ -114,3 +114,29 @@ func TestAllowAllocatesNoMoreThanGoRedis(t *testing.T) {
 func slideArgs(cmd, key string, limit, window, cost int64) []any {
 	return []any{cmd, key, limit, window, "COST", cost}
 }
+
+// TestLocalAnswersAsRlserver: the in-process limiter gives the same
+// replies as rlserver for the same requests at the same instants (the
+// manual clock there, a fixed clock here).
+func TestLocalAnswersAsRlserver(t *testing.T) {
+	lim, c, _ := newLimiter(t)
+	local := client.NewLocalAt(func() int64 { return rltest.StartNs })
+	ctx := context.Background()
+	for _, p := range []client.Policy{
+		{Algorithm: client.GCRA, Limit: 3, Rate: 3, Period: time.Minute},
+		{Algorithm: client.Fixed, Limit: 3, Period: 10 * time.Second},
+		{Algorithm: client.Log, Limit: 3, Period: 1500 * time.Millisecond},
+		{Algorithm: client.Slide, Limit: 3, Period: 10 * time.Second},
+		{Algorithm: client.Bucket, Limit: 3, Rate: 1, Period: time.Second},
+	} {
+		for i := range 5 {
+			key := "same:" + p.Algorithm.String()
+			want, err := lim.Allow(ctx, key, p, 1)
+			require.NoError(t, err)
+			got, err := local.Allow(ctx, key, p, 1)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "%v request %d", p.Algorithm, i)
+		}
+	}
+	_ = c
+}
