@@ -1,0 +1,156 @@
+package httplimit_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/httplimit"
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/server"
+	"github.com/stretchr/testify/require"
+)
+
+func portOf(addr string) int {
+	ap := netip.MustParseAddrPort(addr)
+	return int(ap.Port())
+}
+
+var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello\n") })
+
+func get(t *testing.T, h http.Handler, key string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest("GET", "/hello", nil)
+	if key != "" {
+		r.Header.Set("X-API-Key", key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// TestHeadersAnd429: five requests a minute per key (RL.SLIDE on a real
+// rlserver, manual clock): the headers on every response, 429 with
+// Retry-After and a body (JSON when asked) for the sixth, another key
+// untouched, and per-route policies apart.
+func TestHeadersAnd429(t *testing.T) {
+	s := rltest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
+	t.Cleanup(func() { rdb.Close() })
+	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb)})
+	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Log, Limit: 5, Period: time.Minute}}
+	h := mw.Limit(rule, ok)
+	for i := range 5 {
+		w := get(t, h, "alice")
+		require.Equal(t, 200, w.Code, "request %d", i+1)
+		require.Equal(t, "5", w.Header().Get("X-RateLimit-Limit"))
+		require.Equal(t, itoa(4-i), w.Header().Get("X-RateLimit-Remaining"))
+		require.Equal(t, "60", w.Header().Get("X-RateLimit-Reset"))
+		require.Equal(t, `"default";q=5;w=60`, w.Header().Get("RateLimit-Policy"))
+		require.Equal(t, `"default";r=`+itoa(4-i)+`;t=60`, w.Header().Get("RateLimit"))
+	}
+	w := get(t, h, "alice")
+	require.Equal(t, 429, w.Code)
+	require.Equal(t, "60", w.Header().Get("Retry-After"))
+	require.Equal(t, "0", w.Header().Get("X-RateLimit-Remaining"))
+	require.Equal(t, "rate limited: retry after 60 s\n", w.Body.String())
+	w = get(t, h, "alice", "Accept", "application/json")
+	require.Equal(t, 429, w.Code)
+	require.Equal(t, `{"error":"rate limited","retry_after":60}`+"\n", w.Body.String())
+	require.Equal(t, 200, get(t, h, "bob").Code, "another key is unaffected")
+
+	// Time passes on rlserver's clock: the window slides.
+	require.Equal(t, "+OK", rltest.Dial(t, s.Addr.String()).Do("DEBUG", "CLOCK", "ADVANCE", "60000"))
+	require.Equal(t, 200, get(t, h, "alice").Code)
+
+	// Another route with its own rule: its own allowance, its own name.
+	strict := mw.Limit(httplimit.Rule{Name: "strict", Policy: client.Policy{Algorithm: client.GCRA, Limit: 1, Rate: 1, Period: 10 * time.Second}}, ok)
+	w = get(t, strict, "alice")
+	require.Equal(t, 200, w.Code)
+	require.Equal(t, `"strict";q=1;w=10`, w.Header().Get("RateLimit-Policy"))
+	w = get(t, strict, "alice")
+	require.Equal(t, 429, w.Code)
+	require.Equal(t, "10", w.Header().Get("Retry-After"))
+	require.Equal(t, 200, get(t, h, "alice").Code, "the default route's allowance is its own")
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+// TestKeys: the API key first; else the peer's address; a trusted
+// proxy's X-Forwarded-For or Forwarded gives the nearest untrusted hop;
+// an untrusted peer's headers are ignored.
+func TestKeys(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	key := httplimit.KeyByHeaderOrIP("X-API-Key", trusted)
+	req := func(remote string, hdr ...string) *http.Request {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = remote
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Add(hdr[i], hdr[i+1])
+		}
+		return r
+	}
+	for _, c := range []struct {
+		r    *http.Request
+		want string
+	}{
+		{req("192.0.2.7:1234", "X-API-Key", "k1"), "key:k1"},
+		{req("192.0.2.7:1234"), "ip:192.0.2.7"},
+		{req("192.0.2.7:1234", "X-Forwarded-For", "198.51.100.1"), "ip:192.0.2.7"}, // untrusted peer: ignored
+		{req("127.0.0.1:1234", "X-Forwarded-For", "198.51.100.1, 127.0.0.2"), "ip:198.51.100.1"},
+		{req("127.0.0.1:1234", "X-Forwarded-For", "203.0.113.9, 198.51.100.1"), "ip:198.51.100.1"}, // nearest untrusted
+		{req("[::1]:1234", "Forwarded", `for="[2001:db8::1]:4711";proto=https, for=127.0.0.3`), "ip:2001:db8::1"},
+		{req("127.0.0.1:1234", "Forwarded", "for=unknown"), "ip:127.0.0.1"},
+		{req("127.0.0.1:1234"), "ip:127.0.0.1"},
+	} {
+		require.Equal(t, c.want, key(c.r), "%s %v", c.r.RemoteAddr, c.r.Header)
+	}
+}
+
+// TestServerDownAndBack: with rlserver stopped the middleware fails open
+// onto its in-process limiter with the same policy (the sixth request is
+// still refused), counting and logging it; failing closed answers 503;
+// with rlserver back, decisions go there again.
+func TestServerDownAndBack(t *testing.T) {
+	s := rltest.Start(t)
+	addr := s.Addr.String()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 20 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb)})
+	closed := httplimit.New(httplimit.Options{Limiter: client.New(rdb), FailClosed: true})
+	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Slide, Limit: 5, Period: time.Minute}}
+	h, hc := open.Limit(rule, ok), closed.Limit(rule, ok)
+	require.Equal(t, 200, get(t, h, "carol").Code)
+	require.Zero(t, open.Fallbacks.Load())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, s.Close(ctx))
+	for i := range 5 {
+		require.Equal(t, 200, get(t, h, "dave").Code, "request %d decided in process", i+1)
+	}
+	w := get(t, h, "dave")
+	require.Equal(t, 429, w.Code, "the sixth is refused in process too")
+	require.Equal(t, int64(6), open.Fallbacks.Load())
+	require.Equal(t, 503, get(t, hc, "dave").Code, "failing closed")
+
+	// rlserver back on the same address: decisions go there again.
+	back := rltest.Start(t, func(o *server.Options) { o.Config.Port = portOf(addr) })
+	_ = back
+	rltest.WaitFor(t, 10*time.Second, "decisions back on rlserver", func() (bool, string) {
+		before := open.Fallbacks.Load()
+		code := get(t, h, "erin").Code
+		return code == 200 && open.Fallbacks.Load() == before, strings.TrimSpace(http.StatusText(code))
+	})
+	require.Equal(t, "1", rltest.Dial(t, addr).Do("EXISTS", "http:default:key:erin"))
+}
