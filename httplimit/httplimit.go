@@ -104,9 +104,7 @@ func (m *Middleware) Limit(rule Rule, next http.Handler) http.Handler {
 // allow asks rlserver, within the timeout; if it cannot be reached, the
 // fallback (or nothing, failing closed).
 func (m *Middleware) allow(ctx context.Context, key string, p client.Policy) (client.Result, error) {
-	cctx, cancel := context.WithTimeout(ctx, m.o.Timeout)
-	res, err := m.o.Limiter.Allow(cctx, key, p, 1)
-	cancel()
+	res, err := m.ask(ctx, key, p)
 	if err == nil {
 		if m.down.CompareAndSwap(true, false) {
 			m.o.Logger.Info("rlserver answers again: deciding there")
@@ -124,6 +122,30 @@ func (m *Middleware) allow(ctx context.Context, key string, p client.Policy) (cl
 	}
 	m.Fallbacks.Add(1)
 	return m.o.Fallback.Allow(ctx, key, p, 1)
+}
+
+// ask asks the Limiter, waiting at most the timeout whatever the client
+// does with the context (go-redis ignores its deadline unless
+// ContextTimeoutEnabled): the call goes on in its goroutine and its
+// answer is dropped.
+func (m *Middleware) ask(ctx context.Context, key string, p client.Policy) (client.Result, error) {
+	cctx, cancel := context.WithTimeout(ctx, m.o.Timeout)
+	defer cancel()
+	type answer struct {
+		res client.Result
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		res, err := m.o.Limiter.Allow(cctx, key, p, 1)
+		ch <- answer{res, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.res, a.err
+	case <-cctx.Done():
+		return client.Result{}, cctx.Err()
+	}
 }
 
 // isServerError: an error reply from rlserver (it is up).

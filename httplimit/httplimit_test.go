@@ -3,6 +3,7 @@ package httplimit_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -153,4 +154,35 @@ func TestServerDownAndBack(t *testing.T) {
 		return code == 200 && open.Fallbacks.Load() == before, strings.TrimSpace(http.StatusText(code))
 	})
 	require.Equal(t, "1", rltest.Dial(t, addr).Do("EXISTS", "http:default:key:erin"))
+}
+
+// TestHungServerTimesOut: an rlserver that accepts and never answers (a
+// hung process) costs a request the timeout, then the request is decided
+// in process.
+func TestHungServerTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held open, never answered
+		}
+	}()
+	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: 30 * time.Millisecond})
+	h := mw.Limit(httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Fixed, Limit: 2, Period: time.Minute}}, ok)
+	start := time.Now()
+	require.Equal(t, 200, get(t, h, "frank").Code)
+	require.Equal(t, 200, get(t, h, "frank").Code)
+	require.Equal(t, 429, get(t, h, "frank").Code, "limited in process")
+	require.Equal(t, int64(3), mw.Fallbacks.Load())
+	// The timeout is kept whatever the client does with the context
+	// (go-redis would wait its 3 s ReadTimeout per request): a bound on
+	// behaviour, 20 times the three timeouts, not a speed measure.
+	require.Less(t, time.Since(start), 2*time.Second)
 }

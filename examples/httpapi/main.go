@@ -1,0 +1,65 @@
+// Command httpapi is an HTTP API protected by rlserver: GET /hello,
+// limited per X-API-Key header (else per client IP) with RL.SLIDE.
+//
+//	go run ./examples/httpapi -listen 127.0.0.1:8080 -rlserver 127.0.0.1:6379 -limit 5 -period 1m
+//
+// The sixth request within a minute from one key gets 429 with
+// Retry-After; another key is unaffected. With rlserver stopped, requests
+// are still limited, in process.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/httplimit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, "httpapi:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends.
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("httpapi", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
+	addr := fs.String("rlserver", "127.0.0.1:6379", "rlserver's address")
+	limit := fs.Int64("limit", 5, "requests per period and key")
+	period := fs.Duration("period", time.Minute, "the sliding window")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: *listen, Handler: handler(*addr, *limit, *period)}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return srv.ListenAndServe()
+}
+
+// handler is the API: the ten lines of the README.
+func handler(rlserver string, limit int64, period time.Duration) http.Handler {
+	rdb := redis.NewClient(&redis.Options{Addr: rlserver})
+	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Logger: slog.Default()})
+	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Slide, Limit: limit, Period: period}}
+	mux := http.NewServeMux()
+	mux.Handle("GET /hello", mw.Limit(rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello\n")
+	})))
+	return mux
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestExample runs the example as described: five requests a minute per
+// key, the sixth 429 with Retry-After, another key unaffected; with
+// rlserver stopped, still limited (in process).
+func TestExample(t *testing.T) {
+	s := rltest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	listen := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-listen", listen, "-rlserver", s.Addr.String(), "-limit", "5", "-period", "1m"}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	get := func(key string) *http.Response {
+		req, _ := http.NewRequest("GET", "http://"+listen+"/hello", nil)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	rltest.WaitFor(t, 10*time.Second, "the example to listen", func() (bool, string) {
+		c, err := net.Dial("tcp", listen)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil, ""
+	})
+	for i := range 5 {
+		require.Equal(t, 200, get("k1").StatusCode, "request %d", i+1)
+	}
+	r := get("k1")
+	require.Equal(t, 429, r.StatusCode)
+	retry, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.Positive(t, retry)
+	require.Equal(t, 200, get("k2").StatusCode)
+
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	require.NoError(t, s.Close(sctx))
+	for i := range 5 {
+		require.Equal(t, 200, get("k3").StatusCode, "rlserver stopped: request %d", i+1)
+	}
+	require.Equal(t, 429, get("k3").StatusCode, "rlserver stopped: the sixth, limited in process")
+}
