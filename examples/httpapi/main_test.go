@@ -23,7 +23,9 @@ func TestExample(t *testing.T) {
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-listen", listen, "-rlserver", s.Addr.String(), "-limit", "5", "-period", "1m"}) }()
+	go func() {
+		done <- run(ctx, []string{"-listen", listen, "-rlserver", s.Addr.String(), "-limit", "5", "-period", "1m"})
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 	get := func(key string) *http.Response {
 		req, _ := http.NewRequest("GET", "http://"+listen+"/hello", nil)
