@@ -2,7 +2,6 @@ package replication
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 )
@@ -33,7 +32,6 @@ func (m *Manager) Info(priority int) []Field {
 	defer m.mu.Unlock()
 	var fs []Field
 	add := func(name string, v any) { fs = append(fs, Field{name, fmt.Sprint(v)}) }
-	links := m.sortedLinksLocked()
 	if u := m.up; u == nil {
 		add("role", "master")
 	} else {
@@ -74,8 +72,8 @@ func (m *Manager) Info(priority int) []Field {
 		add("slave_read_only", 1)
 		add("replica_announced", 1)
 	}
-	add("connected_slaves", len(links))
-	for i, l := range links {
+	add("connected_slaves", len(m.links))
+	for i, l := range m.links {
 		state, lag := "wait_bgsave", int64(0)
 		if l.online {
 			state, lag = "online", int64(time.Since(l.ackAt)/time.Second)
@@ -100,16 +98,6 @@ func (m *Manager) Info(priority int) []Field {
 		add("repl_backlog_histlen", m.bl.histlen())
 	}
 	return fs
-}
-
-// sortedLinksLocked lists the links in the order they attached.
-func (m *Manager) sortedLinksLocked() []*link {
-	ls := make([]*link, 0, len(m.links))
-	for l := range m.links {
-		ls = append(ls, l)
-	}
-	sort.Slice(ls, func(i, j int) bool { return ls[i].seq < ls[j].seq })
-	return ls
 }
 
 // Role is ROLE's reply before encoding.
@@ -137,9 +125,9 @@ func (m *Manager) Role() Role {
 		return Role{Replica: true, Host: u.host, Port: u.port, State: u.state, Offset: off}
 	}
 	r := Role{Offset: m.offset}
-	for _, l := range m.sortedLinksLocked() {
+	for _, l := range m.links {
 		if l.online {
-			r.Replicas = append(r.Replicas, Replica{IP: l.ip, Port: l.port, Online: true, Offset: l.ack})
+			r.Replicas = append(r.Replicas, Replica{IP: l.ip, Port: l.port, Offset: l.ack})
 		}
 	}
 	return r

@@ -2,9 +2,12 @@ package replication
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +22,6 @@ type link struct {
 	conn net.Conn
 	ip   string // the replica's address as it announced it, or its socket's
 	port int    // the port it listens on (REPLCONF listening-port)
-	seq  uint64 // attach order (INFO lists slave0, slave1, ... in it)
 	// Guarded by m.mu:
 	// out holds the stream bytes not yet written to the replica, and
 	// spare the buffer written last, reused. A replica that lets out grow
@@ -31,13 +33,11 @@ type link struct {
 	closed     bool
 }
 
-// Replica describes a connected replica (INFO replication, ROLE).
+// Replica describes an online replica (ROLE).
 type Replica struct {
 	IP     string
 	Port   int
-	Online bool  // past its full sync ("online"; else "wait_bgsave")
 	Offset int64 // what it acknowledged
-	Lag    int64 // seconds since its last acknowledgement
 }
 
 // Sync is a replica's PSYNC as the handshake left it.
@@ -109,7 +109,7 @@ const replicaOutputLimit = 256 << 20
 // queueLocked adds stream bytes to every link's output, dropping the
 // links that are too far behind. m.mu must be held.
 func (m *Manager) queueLocked(p []byte) {
-	for l := range m.links {
+	for _, l := range slices.Clone(m.links) { // closeLocked removes from m.links
 		l.out = append(l.out, p...)
 		if len(l.out) > replicaOutputLimit {
 			m.log.Warn("replica too far behind, dropping its link", "addr", l.conn.RemoteAddr(), "pending_bytes", len(l.out))
@@ -133,13 +133,10 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 		m.bl.covers(s.Offset)
 	if partial {
 		m.syncPartialOK.Add(1)
-		m.seq++
-		l.seq = m.seq
 		l.out = make([]byte, m.bl.end-s.Offset+1)
 		l.out = l.out[:m.bl.read(l.out, s.Offset)]
 		l.online, l.ack, l.ackAt = true, s.Offset-1, time.Now()
-		m.links[l] = struct{}{}
-		m.linked.Store(true)
+		m.addLinkLocked(l)
 		m.log.Info("replica continues", "addr", l.conn.RemoteAddr(), "offset", s.Offset)
 		return "+CONTINUE " + m.replid + "\r\n", nil, nil
 	}
@@ -162,10 +159,7 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 	})
 	fw.close()
 	fw.frame(frameSyncEnd, now)
-	m.seq++
-	l.seq = m.seq
-	m.links[l] = struct{}{}
-	m.linked.Store(true)
+	m.addLinkLocked(l)
 	m.log.Info("replica full sync", "addr", l.conn.RemoteAddr(), "keys", keys, "bytes", len(fw.buf), "offset", m.offset)
 	return "+FULLRESYNC " + m.replid + " " + strconv.FormatInt(m.offset, 10) + "\r\n", fw.buf, nil
 }
@@ -173,7 +167,7 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 // readAcks reads the replica's REPLCONF ACKs until the link closes.
 func (l *link) readAcks(pending []byte) {
 	defer l.close()
-	br := bufio.NewReader(&prefixed{pending: pending, conn: l.conn})
+	br := bufio.NewReader(io.MultiReader(bytes.NewReader(pending), l.conn))
 	for {
 		args, err := readCommand(br)
 		if err != nil {
@@ -208,34 +202,26 @@ func (l *link) closeLocked() {
 	l.closed = true
 	l.out, l.spare = nil, nil
 	l.conn.Close()
-	delete(l.m.links, l)
-	l.m.linked.Store(len(l.m.links) > 0)
-	l.m.cond.Broadcast()
+	m := l.m
+	m.links = slices.DeleteFunc(m.links, func(o *link) bool { return o == l })
+	m.linked.Store(len(m.links) > 0)
+	m.cond.Broadcast()
 }
 
-// Replicas lists the replicas linked to this node, in attach order.
-func (m *Manager) Replicas() []Replica {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var rs []Replica
-	for _, l := range m.sortedLinksLocked() {
-		rs = append(rs, Replica{IP: l.ip, Port: l.port, Online: l.online, Offset: l.ack,
-			Lag: int64(time.Since(l.ackAt) / time.Second)})
+// addLinkLocked lists a link, after the others: INFO's slave0, slave1, ...
+// are in the order replicas attached.
+func (m *Manager) addLinkLocked(l *link) {
+	m.links = append(m.links, l)
+	m.linked.Store(true)
+}
+
+// countLocked counts the links for which f holds. m.mu must be held.
+func (m *Manager) countLocked(f func(*link) bool) int {
+	k := 0
+	for _, l := range m.links {
+		if f(l) {
+			k++
+		}
 	}
-	return rs
-}
-
-// prefixed reads pending first, then conn.
-type prefixed struct {
-	pending []byte
-	conn    net.Conn
-}
-
-func (p *prefixed) Read(b []byte) (int, error) {
-	if len(p.pending) > 0 {
-		n := copy(b, p.pending)
-		p.pending = p.pending[n:]
-		return n, nil
-	}
-	return p.conn.Read(b)
+	return k
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,8 +103,7 @@ type Manager struct {
 	body      []byte // the pump's encoded changes (take), and where each ends
 	bounds    []int
 	last      time.Time // when the last frame was written
-	links     map[*link]struct{}
-	seq       uint64    // links attached so far
+	links     []*link   // in the order they attached
 	up        *upstream // non-nil while a replica
 	stopped   bool      // Run has returned: nothing waits any more
 
@@ -132,7 +132,7 @@ func New(o Options) *Manager {
 		o.Writes = func(Writes) {}
 	}
 	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger, feed: o.Engine.NewFeed(),
-		replid: newReplID(), replid2: noReplID, second: -1, links: map[*link]struct{}{}}
+		replid: newReplID(), replid2: noReplID, second: -1}
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)
 	m.fw.start = -1
@@ -362,7 +362,7 @@ func (m *Manager) shiftIDLocked() {
 
 // dropLinksLocked closes every replica link.
 func (m *Manager) dropLinksLocked() {
-	for l := range m.links {
+	for _, l := range slices.Clone(m.links) { // closeLocked removes from m.links
 		l.closeLocked()
 	}
 }
@@ -400,7 +400,7 @@ func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !wrote || len(m.links) == 0 {
-		return m.onlineLocked(), nil
+		return m.countLocked(online), nil
 	}
 	if block {
 		m.pump(true)
@@ -414,14 +414,11 @@ func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int
 
 // ackedLocked counts the replicas that acknowledged offset target.
 func (m *Manager) ackedLocked(target int64) int {
-	k := 0
-	for l := range m.links {
-		if l.ack >= target {
-			k++
-		}
-	}
-	return k
+	return m.countLocked(func(l *link) bool { return l.ack >= target })
 }
+
+// online: the link is past its full sync.
+func online(l *link) bool { return l.online }
 
 // waitAcks blocks until n replicas acknowledged target, timeout passes
 // (0: no limit), gone closes or the Manager stops, and returns how many
@@ -485,24 +482,9 @@ func (m *Manager) setWritesLocked() {
 // goodLocked counts the online replicas whose last acknowledgement is at
 // most MinReplicasMaxLag whole seconds old, as Redis counts good replicas.
 func (m *Manager) goodLocked() int {
-	k := 0
-	for l := range m.links {
-		if l.online && int(time.Since(l.ackAt)/time.Second) <= m.o.MinReplicasMaxLag {
-			k++
-		}
-	}
-	return k
-}
-
-// onlineLocked counts the replicas whose link is past its full sync.
-func (m *Manager) onlineLocked() int {
-	k := 0
-	for l := range m.links {
-		if l.online {
-			k++
-		}
-	}
-	return k
+	return m.countLocked(func(l *link) bool {
+		return l.online && int(time.Since(l.ackAt)/time.Second) <= m.o.MinReplicasMaxLag
+	})
 }
 
 // announce is what a replica tells its primary: its port and address.
