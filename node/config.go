@@ -191,12 +191,11 @@ func (n *Node) RewriteConfig(s *commands.Session) error {
 	if cfg.ConfigFile == "" {
 		return commands.ErrNoConfigFile
 	}
-	if c := n.clientOf(s); c != nil && c.inExec {
-		c.afterExec = append(c.afterExec, func() {
-			if err := n.RewriteConfig(nil); err != nil {
-				n.log.Error("CONFIG REWRITE failed", "path", cfg.ConfigFile, "err", err)
-			}
-		})
+	if n.deferInExec(s, func() {
+		if err := n.RewriteConfig(nil); err != nil {
+			n.log.Error("CONFIG REWRITE failed", "path", cfg.ConfigFile, "err", err)
+		}
+	}) {
 		return nil
 	}
 	cfg = n.Config()

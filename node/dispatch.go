@@ -106,6 +106,18 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 	c.ctx = saved
 }
 
+// deferInExec, when s's client is running EXEC (under every shard's
+// lock), keeps f to run once EXEC has, and reports true; otherwise it
+// reports false and the caller goes on now.
+func (n *Node) deferInExec(s *commands.Session, f func()) bool {
+	c := n.clientOf(s)
+	if c == nil || !c.inExec {
+		return false
+	}
+	c.afterExec = append(c.afterExec, f)
+	return true
+}
+
 // tellReplication tells replication that a write ran
 // (replication.Manager.Changed).
 func (n *Node) tellReplication() {

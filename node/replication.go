@@ -26,12 +26,8 @@ func (n *Node) ReplicaOf(s *commands.Session, host string, port int) (bool, erro
 	if n.repl == nil {
 		return false, errNoReplication
 	}
-	if c := n.clientOf(s); c != nil && c.inExec {
-		if n.repl.Follows(host, port) {
-			return true, nil
-		}
-		c.afterExec = append(c.afterExec, func() { n.ReplicaOf(nil, host, port) })
-		return false, nil
+	if n.deferInExec(s, func() { n.ReplicaOf(nil, host, port) }) {
+		return n.repl.Follows(host, port), nil
 	}
 	already := n.repl.ReplicaOf(host, port)
 	if !already {
@@ -46,8 +42,7 @@ func (n *Node) ReplicaOfNoOne(s *commands.Session) error {
 	if n.repl == nil {
 		return errNoReplication
 	}
-	if c := n.clientOf(s); c != nil && c.inExec {
-		c.afterExec = append(c.afterExec, func() { n.ReplicaOfNoOne(nil) })
+	if n.deferInExec(s, func() { n.ReplicaOfNoOne(nil) }) {
 		return nil
 	}
 	n.repl.NoOne()
