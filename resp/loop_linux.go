@@ -41,13 +41,11 @@ type loop struct {
 	exited bool // its descriptors are closed (guarded by mu)
 	events []syscall.EpollEvent
 	round  []*lconn // connections with replies to write this round
-	// unparked are the parked connections whose replies came, with what
-	// writes each, and delivered the messages other connections published
-	// for this loop's (both guarded by mu).
-	unparked  []unparked
-	delivered []delivered
-	keys      [][]byte // scratch: the keys of a batch to prefetch
-	swept     time.Time
+	// posted is what other goroutines left for the loop's connections:
+	// published messages and parked commands' replies (guarded by mu).
+	posted []posted
+	keys   [][]byte // scratch: the keys of a batch to prefetch
+	swept  time.Time
 }
 
 // lconn is one connection on a loop.
@@ -137,28 +135,28 @@ func newLoop(s *Server, index int) (*loop, error) {
 	return l, nil
 }
 
-// unparked is a parked connection's reply, ready.
-type unparked struct {
-	lc    *lconn
-	reply func(commands.Writer)
+// posted is a published message, or a parked command's reply (unpark),
+// for one of the loop's connections: what writes it.
+type posted struct {
+	lc     *lconn
+	write  func(commands.Writer)
+	unpark bool
 }
 
-// delivered is a published message for one of the loop's connections.
-type delivered struct {
-	lc *lconn
-	m  *node.Message
-}
-
-// deliver queues m for lc, from any goroutine; the loop writes it in its
-// next round (resume).
-func (l *loop) deliver(lc *lconn, m *node.Message) {
+// post leaves p for the loop's next round (resume), from any goroutine.
+func (l *loop) post(p posted) {
 	l.mu.Lock()
-	first := len(l.delivered) == 0 && len(l.unparked) == 0
-	l.delivered = append(l.delivered, delivered{lc, m})
+	first := len(l.posted) == 0
+	l.posted = append(l.posted, p)
 	l.mu.Unlock()
 	if first { // a wake-up is already pending otherwise
 		l.wakeUp()
 	}
+}
+
+// deliver queues a published message for lc.
+func (l *loop) deliver(lc *lconn, m *node.Message) {
+	l.post(posted{lc: lc, write: func(w commands.Writer) { commands.WriteMessage(w, m.Pattern, m.Channel, m.Payload) }})
 }
 
 // park runs wait, a command's deferred reply, on a goroutine of its own;
@@ -171,33 +169,25 @@ func (l *loop) park(lc *lconn, wait func(gone <-chan struct{}) func(commands.Wri
 	if !lc.busy {
 		l.interest(lc, syscall.EPOLLRDHUP)
 	}
-	go func() {
-		reply := wait(gone)
-		l.mu.Lock()
-		first := len(l.delivered) == 0 && len(l.unparked) == 0
-		l.unparked = append(l.unparked, unparked{lc, reply})
-		l.mu.Unlock()
-		if first {
-			l.wakeUp()
-		}
-	}()
+	go func() { l.post(posted{lc: lc, write: wait(gone), unpark: true}) }()
 }
 
-// resume writes the replies that came for parked connections and goes
-// on with what they sent meanwhile.
+// resume writes what was posted, in order: published messages (closing a
+// subscriber whose unread output passes the limit) and parked commands'
+// replies, whose connections then go on with what they sent meanwhile.
 func (l *loop) resume() {
 	l.mu.Lock()
-	list, msgs := l.unparked, l.delivered
-	l.unparked, l.delivered = nil, nil
+	list := l.posted
+	l.posted = nil
 	l.mu.Unlock()
 	limit := l.s.node.Limits().MaxOutput
-	for _, d := range msgs {
-		lc := d.lc
-		if lc.dead || lc.closing {
+	for _, p := range list {
+		lc := p.lc
+		if lc.dead || !p.unpark && lc.closing {
 			continue
 		}
-		commands.WriteMessage(lc.w, d.m.Pattern, d.m.Channel, d.m.Payload)
-		if len(lc.w.Bytes()) > limit { // a subscriber that does not read
+		p.write(lc.w)
+		if !p.unpark && len(lc.w.Bytes()) > limit { // a subscriber that does not read
 			l.s.node.Logger().Warn("client output limit reached by published messages, closing connection", "addr", lc.c.Addr, "bytes", len(lc.w.Bytes()))
 			l.close(lc)
 			continue
@@ -206,22 +196,13 @@ func (l *loop) resume() {
 			lc.seen = true
 			l.round = append(l.round, lc)
 		}
-	}
-	for _, u := range list {
-		lc := u.lc
-		if lc.dead {
-			continue
-		}
-		lc.parked, lc.gone = false, nil
-		u.reply(lc.w)
-		if !lc.seen {
-			lc.seen = true
-			l.round = append(l.round, lc)
-		}
-		if !lc.busy {
-			l.interest(lc, syscall.EPOLLIN|syscall.EPOLLRDHUP)
-			if !lc.dead && lc.rd.Buffered() > 0 {
-				l.handle(lc, 0)
+		if p.unpark {
+			lc.parked, lc.gone = false, nil
+			if !lc.busy {
+				l.interest(lc, syscall.EPOLLIN|syscall.EPOLLRDHUP)
+				if !lc.dead && lc.rd.Buffered() > 0 {
+					l.handle(lc, 0)
+				}
 			}
 		}
 	}
