@@ -1,13 +1,16 @@
 package httplimit_test
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,7 +130,8 @@ func TestServerDownAndBack(t *testing.T) {
 	addr := s.Addr.String()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 20 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb)})
+	var logged bytes.Buffer
+	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil))})
 	closed := httplimit.New(httplimit.Options{Limiter: client.New(rdb), FailClosed: true})
 	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Slide, Limit: 5, Period: time.Minute}}
 	h, hc := open.Limit(rule, ok), closed.Limit(rule, ok)
@@ -143,6 +147,7 @@ func TestServerDownAndBack(t *testing.T) {
 	w := get(t, h, "dave")
 	require.Equal(t, 429, w.Code, "the sixth is refused in process too")
 	require.Equal(t, int64(6), open.Fallbacks.Load())
+	require.Equal(t, 1, strings.Count(logged.String(), "rlserver cannot be reached"), "one log line at the change, not one per request:\n%s", logged.String())
 	require.Equal(t, 503, get(t, hc, "dave").Code, "failing closed")
 
 	// rlserver back on the same address: decisions go there again.
@@ -154,6 +159,7 @@ func TestServerDownAndBack(t *testing.T) {
 		return code == 200 && open.Fallbacks.Load() == before, strings.TrimSpace(http.StatusText(code))
 	})
 	require.Equal(t, "1", rltest.Dial(t, addr).Do("EXISTS", "http:default:key:erin"))
+	require.Contains(t, logged.String(), "rlserver answers again")
 }
 
 // TestHungServerTimesOut: an rlserver that accepts and never answers (a
@@ -185,4 +191,16 @@ func TestHungServerTimesOut(t *testing.T) {
 	// (go-redis would wait its 3 s ReadTimeout per request): a bound on
 	// behaviour, 20 times the three timeouts, not a speed measure.
 	require.Less(t, time.Since(start), 2*time.Second)
+}
+
+// syncWriter makes a writer safe for the middleware's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
