@@ -135,3 +135,19 @@ func (t *Timeline) Offset() (ns int64, ok bool) {
 	}
 	return off, true
 }
+
+// Raise moves a Timeline on its own clock forward to at least p (Unix
+// ns): a primary taking in records decided on another node's clock
+// (a slot moving between shards) never reads earlier than that clock.
+// Following a primary, or already at p or later, it changes nothing.
+func (t *Timeline) Raise(p int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.following.Load() {
+		return
+	}
+	if t.own.Now() < p {
+		t.own.Resume(p)
+	}
+	t.floor = max(t.floor, p)
+}

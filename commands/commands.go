@@ -98,6 +98,22 @@ func NewTable() Table {
 		{Name: "psubscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels that match patterns.", Run: cmdPSubscribe},
 		{Name: "punsubscribe", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Stops listening to messages published to channels that match patterns.", Run: cmdPUnsubscribe},
 		{Name: "publish", Arity: 3, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@pubsub", "@fast"}, Group: pubsub, Since: "2.0.0", Summary: "Posts a message to a channel.", Run: cmdPublish},
+		// cluster (docs/cluster.md)
+		{Name: "cluster", Arity: -2, Group: "cluster", Since: "3.0.0", Summary: "A container for Redis Cluster commands.", Sub: subTable("cluster", []*Command{
+			{Name: "slots", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the mapping of cluster slots to nodes.", Run: cmdClusterSlots},
+			{Name: "shards", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the mapping of cluster slots to shards.", Run: cmdClusterShards},
+			{Name: "nodes", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the cluster configuration for a node.", Run: cmdClusterNodes},
+			{Name: "info", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns information about the state of a node.", Run: cmdClusterInfo},
+			{Name: "myid", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the ID of a node.", Run: cmdClusterMyID},
+			{Name: "keyslot", Arity: 3, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the hash slot for a key.", Run: cmdClusterKeySlot},
+			{Name: "countkeysinslot", Arity: 3, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the number of keys in a hash slot.", Run: cmdClusterCountKeys},
+			{Name: "getkeysinslot", Arity: 4, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the key names in a hash slot.", Run: cmdClusterGetKeys},
+			{Name: "handoff", Arity: -4, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "An internal command: the node with the given id takes the slot ranges over and gets their records.", Run: cmdClusterHandOff},
+			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdClusterHelp},
+		})},
+		{Name: "readonly", Arity: 1, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast", "@connection"}, Group: "cluster", Since: "3.0.0", Summary: "Enables read-only queries for a connection to a Redis Cluster replica node.", Run: cmdReadOnlyConn},
+		{Name: "readwrite", Arity: 1, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast", "@connection"}, Group: "cluster", Since: "3.0.0", Summary: "Enables read-write queries for a connection to a Redis Cluster replica node.", Run: cmdReadWriteConn},
+		{Name: "asking", Arity: 1, Clockless: true, Flags: FlagFast, ACL: []string{"@fast", "@connection"}, Group: "cluster", Since: "3.0.0", Summary: "Signals that a cluster client is following an -ASK redirect.", Run: cmdAsking},
 		// transactions
 		{Name: "multi", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Starts a transaction.", Run: cmdMulti},
 		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagTxnControl, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},

@@ -125,9 +125,17 @@ func cmdHello(x *Ctx) {
 	w.BulkString("id")
 	w.Int(x.C.ID)
 	w.BulkString("mode")
-	w.BulkString("standalone")
+	if x.N.Cluster() != nil {
+		w.BulkString("cluster")
+	} else {
+		w.BulkString("standalone")
+	}
 	w.BulkString("role")
-	w.BulkString("master")
+	if x.N.Role().Replica {
+		w.BulkString("replica")
+	} else {
+		w.BulkString("master")
+	}
 	w.BulkString("modules")
 	w.Array(0)
 }
@@ -155,6 +163,7 @@ func cmdReset(x *Ctx) {
 	c.endMulti()
 	c.UnsubscribeAll(x.N)
 	c.proto.Store(2)
+	c.readOnly = false
 	c.setName("")
 	c.authed = !x.N.PasswordRequired()
 	x.W.Simple("RESET")

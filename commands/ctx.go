@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -57,6 +58,11 @@ type Node interface {
 	Publish(s *Session, w Writer, channel, message []byte) int
 	KillPrimaryLink() int
 	KillReplicaLinks() int
+	// Cluster is the node's view of the cluster, nil outside cluster
+	// mode (docs/cluster.md). ClusterHandOff gives the slots to the node
+	// with id (its CLUSTER HANDOFF) and returns their records, encoded.
+	Cluster() *cluster.Cluster
+	ClusterHandOff(s *Session, id string, slots *[cluster.Slots]bool) ([]byte, error)
 	// RunQueued runs EXEC's queue for s as one atomic step at now,
 	// writing each command's reply to w.
 	RunQueued(s *Session, queue [][][]byte, w Writer, now int64)

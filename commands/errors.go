@@ -60,7 +60,22 @@ const (
 	ErrTimeoutInt    Error = "ERR timeout is not an integer or out of range"
 	ErrMasterPort    Error = "ERR Invalid master port"
 	ErrNoConfigFile  Error = "ERR The server is running without a config file"
+	// Cluster (docs/cluster.md).
+	ErrClusterOff       Error = "ERR This instance has cluster support disabled"
+	ErrCrossSlot        Error = "CROSSSLOT Keys in request don't hash to the same slot"
+	ErrClusterDown      Error = "CLUSTERDOWN Hash slot not served"
+	ErrTryAgain         Error = "TRYAGAIN Multiple keys request during rehashing of slot"
+	ErrInvalidSlot      Error = "ERR Invalid slot"
+	ErrInvalidSlotCount Error = "ERR Invalid slot or number of keys"
 )
+
+// ErrMoved sends the client to the node at addr ("ip:port"), which serves
+// slot.
+func ErrMoved(slot int, addr string) Error { return Error(fmt.Sprintf("MOVED %d %s", slot, addr)) }
+
+// ErrAsk sends the client to the node at addr for this one request: it
+// still decides slot while this node takes it over.
+func ErrAsk(slot int, addr string) Error { return Error(fmt.Sprintf("ASK %d %s", slot, addr)) }
 
 // ErrWrongArgs is Redis's arity error for the command (or "parent|sub").
 func ErrWrongArgs(name string) Error {

@@ -43,6 +43,9 @@ type Session struct {
 	ReplIP   string
 	// wrote: a write command ran on this connection (WAIT).
 	wrote bool
+	// readOnly: the connection sent READONLY (cluster: a replica serves
+	// its reads).
+	readOnly bool
 	// park, once set (a WAIT that must wait), blocks for the command's
 	// reply (TakePark).
 	park func(gone <-chan struct{}) func(Writer)
@@ -140,6 +143,18 @@ func (s *Session) RefusedInMulti() {
 		s.multiErr = true
 	}
 }
+
+// ReadOnlyCluster reports whether the connection sent READONLY (and no
+// READWRITE since): in a cluster, a replica serves its read-only
+// commands for its own shard's slots.
+func (s *Session) ReadOnlyCluster() bool { return s.readOnly }
+
+// Queued is what MULTI has queued so far (EXEC's cluster check).
+func (s *Session) Queued() [][][]byte { return s.queue }
+
+// DiscardMulti leaves MULTI, dropping the queue (an EXEC refused by the
+// cluster check).
+func (s *Session) DiscardMulti() { s.endMulti() }
 
 // endMulti leaves MULTI and returns what was queued and whether EXEC
 // must abort.

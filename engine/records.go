@@ -87,3 +87,26 @@ func (e *Engine) apply(r Record, now int64, quiet bool) bool {
 	s.putLocked(off, oldEnd, h, key, en, runs)
 	return true
 }
+
+// Take removes every live key that match selects and returns their
+// records: a slot range leaving this node for another shard. Deletions
+// reach the feeds (replicas and snapshots drop the keys too). The caller
+// keeps commands off those keys meanwhile.
+func (e *Engine) Take(now int64, match func(key []byte) bool) []Record {
+	var out []Record
+	for _, s := range e.shards {
+		s.mu.Lock()
+		for off := 0; off < len(s.data); {
+			p := parseRecord(s.data, off)
+			if p.hdr&hdrDead == 0 && p.e.alive(now) && match(p.key) {
+				out = append(out, recordOf(p))
+			}
+			off = p.end
+		}
+		s.mu.Unlock()
+	}
+	for _, r := range out {
+		e.apply(Record{Key: r.Key}, now, false)
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package node
 import (
 	"net"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlserver/rlserver/clock"
@@ -26,6 +27,9 @@ type Client struct {
 	mark int64
 	// stripe is the statistics cell the client's commands count in.
 	stripe uint32
+	// seq counts Exec's entries and exits in cluster mode: odd while a
+	// command runs (Node.drain waits for it to move on).
+	seq atomic.Uint64
 	// handoff, once set (PSYNC), takes the connection over after the
 	// command's reply is written (TakeHandoff).
 	handoff func(conn net.Conn, pending []byte)

@@ -72,7 +72,14 @@ type Config struct {
 	LogLevel     string
 	LogFormat    string
 	MetricsAddr  string
-	Limits       Limits
+	// ClusterConfig, if set, is the slot map file that puts the node in
+	// cluster mode (docs/cluster.md); ClusterNodeID is this node's id in
+	// it. ClusterPartialCoverage lets a map leave slots unowned
+	// (--cluster-require-full-coverage no).
+	ClusterConfig          string
+	ClusterNodeID          string
+	ClusterPartialCoverage bool
+	Limits                 Limits
 }
 
 // Validate checks every value, so that a start with a bad one fails with
@@ -103,6 +110,8 @@ func (c Config) Validate() error {
 		return errors.New("--min-replicas-to-write must not be negative")
 	case c.MinReplicasMaxLag < 0:
 		return errors.New("--min-replicas-max-lag must not be negative")
+	case (c.ClusterConfig == "") != (c.ClusterNodeID == ""):
+		return errors.New("--cluster-config and --cluster-node-id must be given together")
 	case c.MetricsAddr != "":
 		return errors.New("--metrics-addr: metrics are not available yet")
 	case (c.TLSCert == "") != (c.TLSKey == ""):

@@ -35,6 +35,7 @@ var infoSections = []infoSection{
 	{"replication", "Replication", true, (*Node).infoReplication},
 	{"cpu", "CPU", true, (*Node).infoCPU},
 	{"commandstats", "Commandstats", false, (*Node).infoCommandstats},
+	{"cluster", "Cluster", true, (*Node).infoCluster},
 	{"keyspace", "Keyspace", true, (*Node).infoKeyspace},
 }
 
@@ -82,7 +83,11 @@ func (n *Node) infoServer(f *infoFields, now int64, _ engine.Store) {
 	up := time.Since(n.started)
 	f.line("redis_version", commands.RedisVersion)
 	f.line("rlserver_version", commands.Version)
-	f.line("redis_mode", "standalone")
+	if n.cluster != nil {
+		f.line("redis_mode", "cluster")
+	} else {
+		f.line("redis_mode", "standalone")
+	}
 	f.line("os", runtime.GOOS+" "+runtime.GOARCH)
 	f.line("arch_bits", strconv.IntSize)
 	f.line("go_version", runtime.Version())
@@ -220,6 +225,10 @@ func (n *Node) infoCommandstats(f *infoFields, _ int64, _ engine.Store) {
 		fmt.Fprintf(&f.b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
 			c.Name, calls, usec, per, rej, fail)
 	}
+}
+
+func (n *Node) infoCluster(f *infoFields, _ int64, _ engine.Store) {
+	f.line("cluster_enabled", b2i(n.cluster != nil))
 }
 
 func (n *Node) infoKeyspace(f *infoFields, _ int64, st engine.Store) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/persist"
@@ -59,7 +60,14 @@ type Node struct {
 	snap   *persist.Snapshotter // nil when the node runs in memory only
 	loaded LoadInfo
 	repl   *replication.Manager // nil: no replication (tests of the dispatcher)
+	// cluster is the node's view of the cluster; nil outside cluster
+	// mode. Set by SetCluster before the node serves.
+	cluster *cluster.Cluster
 }
+
+// SetCluster puts the node in cluster mode with view c (docs/cluster.md).
+// Call it before the node serves any client.
+func (n *Node) SetCluster(c *cluster.Cluster) { n.cluster = c }
 
 // LoadInfo describes what was loaded at start (INFO persistence).
 type LoadInfo struct {

@@ -191,3 +191,41 @@ func (f frame) records(fn func(engine.Record) error) error {
 	}
 	return nil
 }
+
+// EncodeRecords returns records frames holding recs, after a heartbeat
+// frame that carries the clock reading now even when recs is empty: how a
+// slot's limits travel to the shard that takes the slot over
+// (docs/cluster.md, "Moving slots").
+func EncodeRecords(now int64, recs []engine.Record) []byte {
+	f := frameWriter{start: -1}
+	f.frame(frameHeartbeat, now)
+	for _, r := range recs {
+		f.record(r, now)
+	}
+	f.close()
+	return f.buf
+}
+
+// DecodeRecords reads what EncodeRecords wrote: it returns the sender's
+// clock reading (the latest frame's) and passes each record to fn.
+func DecodeRecords(b []byte, fn func(engine.Record) error) (now int64, err error) {
+	for len(b) > 0 {
+		f, n, err := parseFrame(b)
+		switch {
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, errFrame
+		case f.kind != frameHeartbeat && f.kind != frameRecords:
+			return 0, fmt.Errorf("%w: %q among records", errFrame, f.kind)
+		}
+		now = max(now, f.now)
+		if f.kind == frameRecords {
+			if err := f.records(fn); err != nil {
+				return 0, err
+			}
+		}
+		b = b[n:]
+	}
+	return now, nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/node"
@@ -154,7 +155,10 @@ func Start(opts Options) (*Server, error) {
 	if store != nil {
 		snap = persist.NewSnapshotter(e, store, tl, log)
 	}
-	var nd *node.Node
+	var (
+		nd   *node.Node
+		clus *cluster.Cluster
+	)
 	repl := replication.New(replication.Options{
 		Engine: e, Clock: tl, Logger: log, BacklogSize: int(min(cfg.ReplBacklogSize, 1<<40)),
 		Port: cfg.Port, AnnounceIP: cfg.ReplicaAnnounceIP, AnnouncePort: cfg.ReplicaAnnouncePort,
@@ -169,18 +173,46 @@ func Start(opts Options) (*Server, error) {
 			default:
 				nd.AcceptWrites()
 			}
+			if clus != nil {
+				clus.Kick() // the role changed: the routing follows
+			}
 		},
 	})
 	if snap != nil {
 		snap.SetPosition(repl.Position)
 	}
 	nd = node.New(cfg, e, tl, node.Options{Logger: log, LogLevel: opts.LogLevel, Snapshotter: snap, Loaded: loaded, Replication: repl})
+	if cfg.ClusterConfig != "" {
+		c, err := startCluster(cfg, log, repl, nd)
+		if err != nil {
+			ln.Close()
+			if store != nil {
+				store.Close()
+			}
+			return nil, err
+		}
+		clus = c
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
 		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
 	if cfg.ReplicaOf != "" {
 		host, port, _ := node.ParseReplicaOf(cfg.ReplicaOf) // Validate accepted it
 		repl.ReplicaOf(host, port)
+	}
+	if clus != nil {
+		// The map's role, unless --replicaof (Sentinel's rewrite of the
+		// configuration file) says otherwise; a primary first checks that
+		// no other node of its shard took over while it was away.
+		if replica, host, port := clus.MapRole(); cfg.ReplicaOf == "" && replica {
+			repl.ReplicaOf(host, port)
+		} else if cfg.ReplicaOf == "" {
+			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+			clus.Probe(pctx)
+			pcancel()
+		}
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); clus.Run(ctx) }()
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); repl.Run(ctx) }()
@@ -202,6 +234,27 @@ func Start(opts Options) (*Server, error) {
 	go func() { defer s.wg.Done(); runMemoryLimit(ctx, memLimit, memEvery, nd.SetMemoryLimit) }()
 	go func() { s.done <- s.resp.Serve(ln) }()
 	return s, nil
+}
+
+// startCluster loads the slot map and builds the node's view of the
+// cluster (docs/cluster.md): its own role read from replication, other
+// nodes reached with masterauth, slots taken over installed by the node.
+func startCluster(cfg node.Config, log *slog.Logger, repl *replication.Manager, nd *node.Node) (*cluster.Cluster, error) {
+	c, err := cluster.New(cluster.Options{
+		Path: cfg.ClusterConfig, Self: cfg.ClusterNodeID, FullCoverage: !cfg.ClusterPartialCoverage,
+		Password: cfg.MasterAuth, Logger: log,
+		Role: func() cluster.PeerRole {
+			r := repl.Role()
+			return cluster.PeerRole{Replica: r.Replica, Host: r.Host, Port: r.Port, LinkUp: r.State == "connected", Offset: r.Offset}
+		},
+		Follow: func(host string, port int) { repl.ReplicaOf(host, port) },
+		Import: nd.ImportSlots,
+	})
+	if err != nil {
+		return nil, err
+	}
+	nd.SetCluster(c)
+	return c, nil
 }
 
 // newClock builds the server clock. It never starts below the stored

@@ -122,6 +122,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.ClusterConfig, "cluster-config", "", "slot map file (Redis's nodes.conf line format): cluster mode, with --cluster-node-id; SIGHUP reloads it")
+	fs.StringVar(&cfg.ClusterNodeID, "cluster-node-id", "", "this node's 40-hex-digit id in --cluster-config")
+	coverage := fs.String("cluster-require-full-coverage", "yes", "yes: refuse a map that leaves a slot unowned; no: serve the owned slots, unowned ones answer -CLUSTERDOWN")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address for Prometheus metrics (not available yet; setting it is an error)")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (loopback only, e.g. 127.0.0.1:6060; off when empty)")
 	fs.Usage = func() {
@@ -169,6 +172,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("--repl-backlog-size: %w", err)
 	}
 	cfg.ReplBacklogSize = size
+	switch strings.ToLower(*coverage) {
+	case "yes":
+	case "no":
+		cfg.ClusterPartialCoverage = true
+	default:
+		return fmt.Errorf("--cluster-require-full-coverage must be yes or no, got %q", *coverage)
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -200,6 +210,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	cfg.ClockStartMs, cfg.PprofAddr = clockStart, *pprofAddr
+	// SIGHUP reloads the cluster map; caught before the server starts,
+	// so an early one never kills the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	srv, err := server.Start(server.Options{Config: cfg, ClockStart: clockStart * int64(time.Millisecond), Logger: log, LogLevel: level})
 	if err != nil {
 		return err
@@ -212,12 +227,22 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		"clock", cfg.ClockMode, "dir", cfg.Dir, "persistence", persistence, "keys_loaded", srv.Loaded.Keys,
 		"expired_dropped", srv.Loaded.Expired, "load_time", srv.Loaded.Duration.Round(time.Millisecond))
 	save := true
-	select {
-	case <-ctx.Done():
-		log.Info("signal received, shutting down")
-	case <-srv.ShutdownRequested():
-		save = srv.Node.ShutdownSave()
-		log.Info("SHUTDOWN received, shutting down", "save", save)
+	for stopped := false; !stopped; {
+		select {
+		case <-hup:
+			if c := srv.Node.Cluster(); c == nil {
+				log.Info("SIGHUP ignored: no cluster map to reload")
+			} else if err := c.Reload(); err != nil {
+				log.Error("cluster map not reloaded; the loaded one stays", "path", cfg.ClusterConfig, "err", err)
+			}
+		case <-ctx.Done():
+			log.Info("signal received, shutting down")
+			stopped = true
+		case <-srv.ShutdownRequested():
+			save = srv.Node.ShutdownSave()
+			log.Info("SHUTDOWN received, shutting down", "save", save)
+			stopped = true
+		}
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,0 +1,158 @@
+package node
+
+import (
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/replication"
+)
+
+// Cluster is the node's view of the cluster, nil outside cluster mode.
+func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
+
+// route applies the cluster's checks to a keyed command, in Redis's
+// order (docs/cluster.md, "Routing"): the first key's slot unowned is
+// CLUSTERDOWN; keys of two slots, CROSSSLOT; then the slot is served here
+// or the client is redirected. EXEC checks its whole queue at once; a
+// keyless command passes.
+func (n *Node) route(c *Client, cmd *commands.Command, args [][]byte) commands.Error {
+	slot, write := -1, false
+	check := func(cmd *commands.Command, args [][]byte) commands.Error {
+		var err commands.Error
+		cmd.KeyPositions(len(args), func(i int) {
+			if err != "" {
+				return
+			}
+			s := cluster.Slot(args[i])
+			switch {
+			case slot < 0:
+				slot = s
+				if v, _ := n.cluster.Route(s, false); v == cluster.Down {
+					err = commands.ErrClusterDown
+				}
+			case s != slot:
+				err = commands.ErrCrossSlot
+			}
+		})
+		if cmd.FirstKey > 0 && cmd.Has(commands.FlagWrite) && (cmd.Peek == nil || !cmd.Peek(args)) {
+			write = true
+		}
+		return err
+	}
+	if cmd.Has(commands.FlagTxnControl) {
+		if cmd.Name != "exec" || !c.InMulti() {
+			return ""
+		}
+		for _, q := range c.Queued() {
+			qc := n.table.Lookup(q[0])
+			if qc != nil && qc.Sub != nil && len(q) > 1 {
+				qc = commands.Table(qc.Sub).Lookup(q[1])
+			}
+			if qc == nil {
+				continue
+			}
+			if err := check(qc, q); err != "" {
+				return err
+			}
+		}
+	} else if cmd.FirstKey <= 0 {
+		return ""
+	} else if err := check(cmd, args); err != "" {
+		return err
+	}
+	if slot < 0 {
+		return ""
+	}
+	v, addr := n.cluster.Route(slot, c.ReadOnlyCluster() && !write)
+	switch v {
+	case cluster.Serve:
+		return ""
+	case cluster.Moved:
+		n.cluster.Refused()
+		return commands.ErrMoved(slot, addr)
+	case cluster.Ask:
+		return commands.ErrAsk(slot, addr)
+	case cluster.TryAgain:
+		return commands.ErrTryAgain
+	}
+	return commands.ErrClusterDown
+}
+
+// ClusterHandOff gives slots to the node with id (CLUSTER HANDOFF): from
+// now on their requests are sent there; once every command already past
+// its routing check has ended, their keys are taken out of the keyspace
+// (and so out of the replicas' and the snapshots') and returned, encoded
+// with this node's clock reading, for the new owner to install.
+func (n *Node) ClusterHandOff(s *commands.Session, id string, slots *[cluster.Slots]bool) ([]byte, error) {
+	if n.cluster == nil {
+		return nil, commands.ErrClusterOff
+	}
+	if err := n.cluster.Give(id, slots); err != nil {
+		return nil, commands.Error(err.Error())
+	}
+	n.drain(s.ID)
+	now := n.clock.Now()
+	recs := n.engine.Take(now, func(k []byte) bool { return slots[cluster.Slot(k)] })
+	n.tellReplication()
+	n.log.Info("cluster slots handed over", "to", id, "keys", len(recs))
+	return replication.EncodeRecords(now, recs), nil
+}
+
+// drain waits until every command that was running when it was called,
+// on any client but self, has ended: each client's in-flight count moves
+// on from the odd value it had (Exec counts in cluster mode).
+func (n *Node) drain(self int64) {
+	type busy struct {
+		c   *Client
+		seq uint64
+	}
+	var wait []busy
+	n.clientsMu.Lock()
+	for id, c := range n.clients {
+		if q := c.seq.Load(); id != self && q&1 == 1 {
+			wait = append(wait, busy{c, q})
+		}
+	}
+	n.clientsMu.Unlock()
+	for _, b := range wait {
+		for b.c.seq.Load() == b.seq {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// raiser is a clock that can be moved forward (clock.Timeline).
+type raiser interface{ Raise(p int64) }
+
+// ImportSlots installs the records another shard handed over for slots
+// (cluster.Options.Import): the clock moves up to the sender's reading,
+// any key of the slots held here is dropped, the records are applied
+// (reaching the replicas and the snapshots), and, with persistence on, a
+// snapshot is written before the slots are served.
+func (n *Node) ImportSlots(slots *[cluster.Slots]bool, payload []byte) error {
+	var recs []engine.Record
+	src, err := replication.DecodeRecords(payload, func(r engine.Record) error {
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if r, ok := n.clock.(raiser); ok {
+		r.Raise(src)
+	}
+	now := n.clock.Now()
+	n.engine.Take(now, func(k []byte) bool { return slots[cluster.Slot(k)] })
+	for _, r := range recs {
+		n.engine.Apply(r, now)
+	}
+	n.tellReplication()
+	if n.snap != nil {
+		if err := n.snap.Save(); err != nil {
+			n.log.Error("snapshot after a slot import failed", "err", err)
+		}
+	}
+	return nil
+}
