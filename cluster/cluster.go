@@ -579,19 +579,7 @@ func (c *Cluster) importLoop(ctx context.Context) {
 				break
 			}
 			err := c.importFrom(ctx, addr, slots)
-			c.mu.Lock()
-			for s, in := range slots {
-				if !in {
-					continue
-				}
-				c.inflight[s] = false
-				if err == nil {
-					c.importing[s] = false
-					delete(c.from, s)
-				}
-			}
-			c.rebuildLocked()
-			c.mu.Unlock()
+			c.finishImport(slots, err == nil)
 			if err != nil {
 				c.log.Warn("cluster slot import failed; retrying", "from", addr, "err", err)
 				break
@@ -627,6 +615,24 @@ func (c *Cluster) nextImport() (string, *[Slots]bool) {
 		c.rebuildLocked()
 	}
 	return addr, slots
+}
+
+// finishImport ends the handoff of slots: served here if it succeeded,
+// else sent back to their source (ASK) until the next try.
+func (c *Cluster) finishImport(slots *[Slots]bool, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s, in := range slots {
+		if !in {
+			continue
+		}
+		c.inflight[s] = false
+		if ok {
+			c.importing[s] = false
+			delete(c.from, s)
+		}
+	}
+	c.rebuildLocked()
 }
 
 // importFrom asks the node at addr for slots (CLUSTER HANDOFF) and

@@ -320,6 +320,11 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "log-format", Get: str(func(c Config) string { return c.LogFormat })},
 		{Name: "metrics-addr", Get: str(func(c Config) string { return c.MetricsAddr })},
+		{Name: "cluster-enabled", Get: func() string { return yesNo(n.cluster != nil) }},
+		{Name: "cluster-config", Get: str(func(c Config) string { return c.ClusterConfig })},
+		{Name: "cluster-config-file", Get: str(func(c Config) string { return c.ClusterConfig })},
+		{Name: "cluster-node-id", Get: str(func(c Config) string { return c.ClusterNodeID })},
+		{Name: "cluster-require-full-coverage", Get: str(func(c Config) string { return yesNo(!c.ClusterPartialCoverage) })},
 	}
 	// The flags' names where Redis's differ: the same parameters.
 	for _, p := range slices.Clone(ps) {
@@ -343,4 +348,12 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		}
 	}
 	return ps
+}
+
+// yesNo is a boolean as Redis's configuration writes it.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
