@@ -14,6 +14,8 @@
 #   TESTS [ping_mbulk gcra fixed log slide bucket]
 #   SERVER_CPUS [0] CLIENT_CPUS [1]  PORT [7379]  OUT [bench-results/ab-<date>]
 #   FLAGS ["--save-interval 0"] the servers' flags (e.g. "--save-interval 1s": snapshots on)
+#   FLAGS_A, FLAGS_B [FLAGS] one side's flags, to compare one binary in two modes (A=B):
+#        e.g. FLAGS_B="--save-interval 0 --cluster-config one.conf --cluster-node-id ID"
 # Needs python3, taskset, Debian's redis-tools.
 # Usage: A=/tmp/rl-a B=/tmp/rl-b bench/ab.sh
 set -euo pipefail
@@ -31,14 +33,17 @@ TESTS=${TESTS:-"ping_mbulk gcra fixed log slide bucket"}
 SERVER_CPUS=${SERVER_CPUS-0}
 CLIENT_CPUS=${CLIENT_CPUS-1}
 PORT=${PORT:-7379}
-read -r -a FLAGV <<<"${FLAGS:---save-interval 0}"
+FLAGS=${FLAGS:---save-interval 0}
+read -r -a FLAGS_A_V <<<"${FLAGS_A:-$FLAGS}"
+read -r -a FLAGS_B_V <<<"${FLAGS_B:-$FLAGS}"
 OUT=${OUT:-$ROOT/bench-results/ab-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 for r in $(seq "$ROUNDS"); do
   for side in A B; do
     RLSERVER=${!side}
-    start_rlserver "$PORT" "$SERVER_CPUS" 1 "${FLAGV[@]}"
+    flagv="FLAGS_${side}_V[@]"
+    start_rlserver "$PORT" "$SERVER_CPUS" 1 "${!flagv}"
     run_throughput rlserver "$PORT" "$RL_PID" "$OUT/$side" "$r"
     stop_server "$RL_PID"
   done

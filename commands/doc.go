@@ -8,14 +8,15 @@
 //     (CLIENT), keys.go (DEL, TYPE, TTL, GET, SET, SCAN, ...), limiters.go
 //     (RL.*), throttle.go (CL.THROTTLE), server.go (INFO, CONFIG, SAVE,
 //     SHUTDOWN, DEBUG CLOCK, ...), introspection.go (COMMAND), txn.go
-//     (MULTI, EXEC, DISCARD).
+//     (MULTI, EXEC, DISCARD), cluster.go (CLUSTER, READONLY, READWRITE,
+//     ASKING).
 //   - session.go: one connection's protocol state; ctx.go what a handler
 //     sees (Ctx) and what it may ask of the node (the Node interface).
 //   - writer.go: the narrow reply Writer; errors.go every error text sent.
 //
 // Handlers write to a Writer and reach the node only through Node, so
 // every command runs and is tested without sockets. Dependencies point
-// one way: commands imports engine and clock; the node package imports
+// one way: commands imports engine, clock and cluster; the node package imports
 // commands and implements Node; commands never imports node, resp,
 // persist or net.
 package commands

@@ -11,7 +11,8 @@ import (
 )
 
 // TestDependenciesPointOneWay: engine and clock import only the standard
-// library and internal/sat (and engine the clock); persist never reaches
+// library and internal/sat (and engine the clock), cluster only the
+// standard library; persist never reaches
 // the wire; nothing imports cmd/.
 func TestDependenciesPointOneWay(t *testing.T) {
 	deps := func(pkg string) []string {
@@ -25,6 +26,9 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	for pkg, allowed := range map[string][]string{
 		mod + "clock":  {mod + "clock", mod + "internal/sat"},
 		mod + "engine": {mod + "engine", mod + "clock", mod + "internal/sat"},
+		// cluster holds the map and the routing view; the node installs
+		// what it carries (Options.Import).
+		mod + "cluster": {mod + "cluster"},
 	} {
 		for _, d := range deps(pkg) {
 			ok := false
