@@ -214,3 +214,34 @@ func TestClusterHandOffKeepsLimits(t *testing.T) {
 		require.True(t, strings.HasPrefix(lb.Do("CL.THROTTLE", k, "0", "1", "60"), "[1 "), "%s stays exhausted", k)
 	}
 }
+
+// TestClusterReplies: CLUSTER SLOTS, SHARDS, NODES and INFO in Redis 7's
+// shapes, RESP2 and RESP3, from the map as first loaded (nothing polled:
+// the replica's link is not known to be up, so SLOTS leaves it out).
+func TestClusterReplies(t *testing.T) {
+	n, _, _ := clusterNode(t, twoShards, idA, cluster.PeerRole{Offset: 7}, rltest.StartNs, false)
+	l := rltest.NewLocal(t, n)
+	nodeA := `["127.0.0.1" 7301 "` + idA + `" []]`
+	nodeB := `["127.0.0.1" 7302 "` + idB + `" []]`
+	require.Equal(t, "[[0 5460 "+nodeA+"] [5461 16383 "+nodeB+"]]", l.Do("CLUSTER", "SLOTS"))
+	shard := func(id string, port, off int, role, health string) string {
+		return fmt.Sprintf(`["id" "%s" "port" %d "ip" "127.0.0.1" "endpoint" "127.0.0.1" "role" "%s" "replication-offset" %d "health" "%s"]`, id, port, role, off, health)
+	}
+	require.Equal(t, `[["slots" [0 5460] "nodes" [`+shard(idA, 7301, 7, "master", "online")+" "+shard(idD, 7304, 0, "replica", "loading")+`]] `+
+		`["slots" [5461 16383] "nodes" [`+shard(idB, 7302, 0, "master", "online")+`]]]`, l.Do("CLUSTER", "SHARDS"))
+	nodes := idA + " 127.0.0.1:7301@17301 myself,master - 0 0 1 connected 0-5460\n" +
+		idB + " 127.0.0.1:7302@17302 master - 0 0 2 connected 5461-16383\n" +
+		idD + " 127.0.0.1:7304@17304 slave " + idA + " 0 0 1 connected\n"
+	require.Equal(t, strconv.Quote(nodes), l.Do("CLUSTER", "NODES"))
+	info := infoOf(t, l.Do("CLUSTER", "INFO"))
+	for k, v := range map[string]string{"cluster_state": "ok", "cluster_slots_assigned": "16384", "cluster_slots_ok": "16384",
+		"cluster_slots_pfail": "0", "cluster_slots_fail": "0", "cluster_known_nodes": "3", "cluster_size": "2",
+		"cluster_current_epoch": "2", "cluster_my_epoch": "1"} {
+		require.Equal(t, v, info[k], k)
+	}
+
+	require.Contains(t, l.Do("HELLO", "3"), `"mode": "cluster"`)
+	require.Equal(t, "[[0 5460 "+strings.Replace(nodeA, "[]]", "{}]", 1)+"] [5461 16383 "+strings.Replace(nodeB, "[]]", "{}]", 1)+"]]", l.Do("CLUSTER", "SLOTS"))
+	require.Equal(t, "="+strconv.Quote("txt:"+nodes), l.Do("CLUSTER", "NODES"))
+	require.True(t, strings.HasPrefix(l.Do("CLUSTER", "SHARDS"), `[{"slots": [0 5460], "nodes": [{"id": "`+idA+`", "port": 7301, `), l.Do("CLUSTER", "SHARDS"))
+}
