@@ -18,29 +18,12 @@ func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 // or the client is redirected. EXEC checks its whole queue at once; a
 // keyless command passes.
 func (n *Node) route(c *Client, cmd *commands.Command, args [][]byte) commands.Error {
-	slot, write := -1, false
-	check := func(cmd *commands.Command, args [][]byte) commands.Error {
-		var err commands.Error
-		cmd.KeyPositions(len(args), func(i int) {
-			if err != "" {
-				return
-			}
-			s := cluster.Slot(args[i])
-			switch {
-			case slot < 0:
-				slot = s
-				if v, _ := n.cluster.Route(s, false); v == cluster.Down {
-					err = commands.ErrClusterDown
-				}
-			case s != slot:
-				err = commands.ErrCrossSlot
-			}
-		})
-		if cmd.FirstKey > 0 && cmd.Has(commands.FlagWrite) && (cmd.Peek == nil || !cmd.Peek(args)) {
-			write = true
-		}
-		return err
+	if cmd.FirstKey > 0 && cmd.FirstKey == cmd.LastKey && len(args) > cmd.FirstKey {
+		// One key, the limiters' case: its slot's verdict says it all.
+		slot := cluster.Slot(args[cmd.FirstKey])
+		return n.verdict(slot, c.ReadOnlyCluster() && !writes(cmd, args))
 	}
+	r := slotCheck{n: n, slot: -1}
 	if cmd.Has(commands.FlagTxnControl) {
 		if cmd.Name != "exec" || !c.InMulti() {
 			return ""
@@ -50,22 +33,59 @@ func (n *Node) route(c *Client, cmd *commands.Command, args [][]byte) commands.E
 			if qc != nil && qc.Sub != nil && len(q) > 1 {
 				qc = commands.Table(qc.Sub).Lookup(q[1])
 			}
-			if qc == nil {
-				continue
-			}
-			if err := check(qc, q); err != "" {
-				return err
+			if qc != nil && r.check(qc, q) {
+				break
 			}
 		}
-	} else if cmd.FirstKey <= 0 {
-		return ""
-	} else if err := check(cmd, args); err != "" {
-		return err
+	} else if cmd.FirstKey > 0 {
+		r.check(cmd, args)
 	}
-	if slot < 0 {
-		return ""
+	if r.err != "" || r.slot < 0 {
+		return r.err
 	}
-	v, addr := n.cluster.Route(slot, c.ReadOnlyCluster() && !write)
+	return n.verdict(r.slot, c.ReadOnlyCluster() && !r.write)
+}
+
+// writes reports whether a call changes state: a write command other
+// than a peek (a limiter call of cost 0).
+func writes(cmd *commands.Command, args [][]byte) bool {
+	return cmd.Has(commands.FlagWrite) && (cmd.Peek == nil || !cmd.Peek(args))
+}
+
+// slotCheck gathers the slot of a request's keys, over one command or
+// EXEC's queue: the first key's, unless a check fails first (err).
+type slotCheck struct {
+	n     *Node
+	slot  int // -1 until a key is seen
+	write bool
+	err   commands.Error
+}
+
+// check adds one command's keys; it reports whether the request is
+// refused already.
+func (r *slotCheck) check(cmd *commands.Command, args [][]byte) bool {
+	cmd.KeyPositions(len(args), func(i int) {
+		if r.err != "" {
+			return
+		}
+		s := cluster.Slot(args[i])
+		switch {
+		case r.slot < 0:
+			r.slot = s
+			if v, _ := r.n.cluster.Route(s, false); v == cluster.Down {
+				r.err = commands.ErrClusterDown
+			}
+		case s != r.slot:
+			r.err = commands.ErrCrossSlot
+		}
+	})
+	r.write = r.write || cmd.FirstKey > 0 && writes(cmd, args)
+	return r.err != ""
+}
+
+// verdict is the routing answer for slot: "" when it is decided here.
+func (n *Node) verdict(slot int, readOK bool) commands.Error {
+	v, addr := n.cluster.Route(slot, readOK)
 	switch v {
 	case cluster.Serve:
 		return ""

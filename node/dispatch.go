@@ -13,19 +13,6 @@ import (
 // authenticated, the arity, key sizes, MULTI's rules, writes refused on a
 // read-only node. Then it reads the clock once and runs the handler.
 func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
-	if n.cluster != nil {
-		// Odd while the command runs: a slot handoff waits for the
-		// commands routed before it (drain).
-		c.seq.Add(1)
-		n.exec(c, args, w)
-		c.seq.Add(1)
-		return
-	}
-	n.exec(c, args, w)
-}
-
-// exec is Exec's work.
-func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) {
 	if len(args) == 0 {
 		return
 	}
@@ -33,7 +20,12 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) {
 	d[nCommands].Add(1)
 	cmd, err := n.resolve(c, args)
 	dry := false // a replica's peek: answered, stored nowhere
-	if err == "" && n.cluster != nil {
+	if err == "" && n.cluster != nil && (cmd.FirstKey > 0 || cmd.Has(commands.FlagTxnControl)) {
+		// Odd from before the routing check until the command has run:
+		// a slot handoff waits for the commands routed before it
+		// (drain).
+		c.seq.Add(1)
+		defer c.seq.Add(1)
 		if err = n.route(c, cmd, args); err != "" && cmd.Name == "exec" {
 			c.DiscardMulti()
 		}

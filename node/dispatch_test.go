@@ -2,18 +2,32 @@ package node_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/rlserver/rlserver/node"
 )
 
 // BenchmarkDispatch runs commands through Node.Exec: lookup, arity,
-// auth and key checks, the clock read, the handler and the engine.
+// auth and key checks, the clock read, the handler and the engine; under
+// cluster/, the same on a node in cluster mode deciding every slot (the
+// routing check's cost).
 func BenchmarkDispatch(b *testing.B) {
+	b.Run("standalone", func(b *testing.B) { benchDispatch(b, false) })
+	b.Run("cluster", func(b *testing.B) { benchDispatch(b, true) })
+}
+
+// oneShard is a map of one primary deciding every slot.
+var oneShard = fmt.Sprintf("%s 127.0.0.1:7301@17301 master - 0 0 1 connected 0-16383\n", strings.Repeat("a", 40))
+
+func benchDispatch(b *testing.B, inCluster bool) {
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -26,6 +40,9 @@ func BenchmarkDispatch(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := node.New(node.Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewReal(1_700_000_000_000_000_000), node.Options{})
+			if inCluster {
+				setCluster(b, s, oneShard, strings.Repeat("a", 40))
+			}
 			c, _ := s.NewClient("bench", "bench", nil)
 			args := rltest.Argv(tc.args...)
 			s.Exec(c, rltest.Argv("CL.THROTTLE", "user:123", "15", "30", "60"), rltest.Discard{})
@@ -44,7 +61,15 @@ func BenchmarkDispatch(b *testing.B) {
 // last measured call's are checked, and no call may answer an error (a
 // hot path that fails cheaply does not pass).
 func TestHotPathAllocatesNothing(t *testing.T) {
+	t.Run("standalone", func(t *testing.T) { hotPathAllocatesNothing(t, false) })
+	t.Run("cluster", func(t *testing.T) { hotPathAllocatesNothing(t, true) })
+}
+
+func hotPathAllocatesNothing(t *testing.T, inCluster bool) {
 	s := node.New(node.Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewManual(1_700_000_000_000_000_000), node.Options{})
+	if inCluster {
+		setCluster(t, s, oneShard, strings.Repeat("a", 40))
+	}
 	c, _ := s.NewClient("t", "t", nil)
 	for _, tc := range []struct {
 		cmd         []string
@@ -108,4 +133,19 @@ func BenchmarkDispatchParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// setCluster puts n in cluster mode as node self of the map text, a
+// primary that is never polled.
+func setCluster(tb testing.TB, n *node.Node, text, self string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "nodes.conf")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	c, err := cluster.New(cluster.Options{Path: path, Self: self, FullCoverage: true, Role: func() cluster.PeerRole { return cluster.PeerRole{} }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n.SetCluster(c)
 }
