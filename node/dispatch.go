@@ -10,8 +10,9 @@ import (
 // the command name; args are valid only during the call.
 //
 // The dispatcher's checks, in order: the command exists, the client is
-// authenticated, the arity, key sizes, MULTI's rules, writes refused on a
-// read-only node. Then it reads the clock once and runs the handler.
+// authenticated, the arity, key sizes, in cluster mode the keys' slot
+// (route), subscribed mode, MULTI's rules, writes refused on a read-only
+// node. Then it reads the clock once and runs the handler.
 func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 	if len(args) == 0 {
 		return
