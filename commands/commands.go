@@ -85,6 +85,18 @@ func NewTable() Table {
 		{Name: "bgsave", Arity: -1, Flags: FlagAdmin | FlagNoScript, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Writes a snapshot in the background.", Run: cmdBgsave},
 		{Name: "lastsave", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@admin", "@fast", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Returns the Unix time of the last good snapshot.", Run: cmdLastsave},
 		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Stops the server.", Run: cmdShutdown},
+		{Name: "slowlog", Arity: -2, Group: server, Since: "2.2.12", Summary: "A container for slow log commands.", Sub: subTable("slowlog", []*Command{
+			{Name: "get", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the slow log's entries.", Run: cmdSlowlogGet},
+			{Name: "len", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the number of entries in the slow log.", Run: cmdSlowlogLen},
+			{Name: "reset", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Clears all entries from the slow log.", Run: cmdSlowlogReset},
+			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Show helpful text about the different subcommands", Run: cmdSlowlogHelp},
+		})},
+		{Name: "latency", Arity: -2, Group: server, Since: "2.8.13", Summary: "A container for latency diagnostics commands.", Sub: subTable("latency", []*Command{
+			{Name: "latest", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the latest latency samples for all events.", Run: cmdLatencyLatest},
+			{Name: "history", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns timestamp-latency samples for an event.", Run: cmdLatencyHistory},
+			{Name: "reset", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Resets the latency data for one or more events.", Run: cmdLatencyReset},
+			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdLatencyHelp},
+		})},
 		// replication
 		{Name: "replicaof", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "5.0.0", Summary: "Follows a primary (host port), or becomes one (NO ONE).", Run: cmdReplicaOf},
 		{Name: "slaveof", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Follows a primary (host port), or becomes one (NO ONE). Alias of REPLICAOF.", Run: cmdReplicaOf},
@@ -123,6 +135,7 @@ func NewTable() Table {
 		{Name: "rl.log", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window log, exact: key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindLog)},
 		{Name: "rl.slide", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window counter (two windows, weighted): key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindSlide)},
 		{Name: "rl.bucket", Arity: -5, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Token bucket, exact refill: key capacity rate period [COST n].", Peek: limiterPeek, Run: limiter(engine.KindBucket)},
+		{Name: "rl.top", Arity: -1, Clockless: true, Flags: FlagReadOnly | FlagLoading | FlagStale, ACL: []string{"@read", "@slow"}, Group: rl, Since: "0.2.0", Summary: "The keys rejected most over the last minute: RL.TOP [count].", Run: cmdTop},
 		{Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule, FirstKey: 1, LastKey: 1, Step: 1, Group: rl, Since: "1.0.0", Summary: "GCRA rate limit, a drop-in for redis-cell: key max_burst count period [quantity].", Peek: throttlePeek, Run: cmdThrottle},
 	}
 	t := Table{}

@@ -63,6 +63,15 @@ type Node interface {
 	// with id (its CLUSTER HANDOFF) and returns their records, encoded.
 	Cluster() *cluster.Cluster
 	ClusterHandOff(s *Session, id string, slots *[cluster.Slots]bool) ([]byte, error)
+	// Observability (docs/protocol.md, "Observability"): the slow log,
+	// the latency monitor, the most rejected keys.
+	Slowlog(count int) []SlowEntry
+	SlowlogLen() int
+	SlowlogReset()
+	LatencyLatest() []LatencyEvent
+	LatencyHistory(event string) []LatencySample
+	LatencyReset(events []string) int
+	TopRejected(count int) []TopEntry
 	// RunQueued runs EXEC's queue for s as one atomic step at now,
 	// writing each command's reply to w.
 	RunQueued(s *Session, queue [][][]byte, w Writer, now int64)
@@ -105,6 +114,9 @@ type Ctx struct {
 	Now   int64 // server clock, Unix ns, read once for this command
 	Store engine.Store
 	fail  bool
+	// decision is what a limiter decided (Decide), for the node.
+	decision Decision
+	decided  bool
 }
 
 // Error writes err as an error reply (mapped to Redis wording) and marks

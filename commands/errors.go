@@ -60,6 +60,7 @@ const (
 	ErrTimeoutInt    Error = "ERR timeout is not an integer or out of range"
 	ErrMasterPort    Error = "ERR Invalid master port"
 	ErrNoConfigFile  Error = "ERR The server is running without a config file"
+	ErrSlowlogCount  Error = "ERR count should be greater than or equal to -1"
 	// Cluster (docs/cluster.md).
 	ErrClusterOff       Error = "ERR This instance has cluster support disabled"
 	ErrCrossSlot        Error = "CROSSSLOT Keys in request don't hash to the same slot"

@@ -23,6 +23,7 @@ func limiter(kind engine.Kind) func(*Ctx) {
 			return
 		}
 		retry, reset := r.Millis()
+		x.Decide(Decision{Kind: kind, Limited: r.Limited, Peek: p.Cost == 0})
 		writeLimitReply(x.W, r.Limited, r.Limit, r.Remaining, retry, reset)
 	}
 }

@@ -144,6 +144,13 @@ func (s *Session) RefusedInMulti() {
 	}
 }
 
+// Name is the connection's name (CLIENT SETNAME), "" if none.
+func (s *Session) Name() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.name
+}
+
 // ReadOnlyCluster reports whether the connection sent READONLY (and no
 // READWRITE since): in a cluster, a replica serves its read-only
 // commands for its own shard's slots.

@@ -44,6 +44,7 @@ func cmdThrottle(x *Ctx) {
 		x.Error(err)
 		return
 	}
+	x.Decide(Decision{Kind: engine.KindThrottle, Limited: r.Limited, Peek: n[3] == 0})
 	writeLimitReply(x.W, r.Limited, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter)
 }
 

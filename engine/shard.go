@@ -21,6 +21,7 @@ type shard struct {
 	old      []uint64
 	migrated int
 	count    int      // keys in the table
+	kinds    [8]int   // keys in the table by kind (Kind), for Store.Kinds
 	data     []byte   // records; len is what is used, cap what is mapped
 	garbage  int      // bytes of dead records in data
 	mem      *regions // the regions behind slots and data
@@ -120,6 +121,10 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, runs)
 	tag := tagOf(h)
 	if oldEnd > 0 {
+		if old := Kind(s.data[off] & hdrKind); old != e.kind {
+			s.kinds[old]--
+			s.kinds[e.kind]++
+		}
 		wasDirty := s.data[off] & hdrDirtyAll // the feeds that list it already
 		// Rewrite in place when the record fits, unless it would leave
 		// more slack than record (a log that shrank): then move it, so the
@@ -151,6 +156,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 	off = len(s.data)
 	s.data = append(s.data, s.buf...)
 	s.placeLocked(tag, off)
+	s.kinds[e.kind]++
 	s.markDirtyLocked(off, tag)
 }
 
@@ -159,6 +165,7 @@ func (s *shard) removeLocked(off int, tag uint32) {
 	p := parseRecord(s.data, off)
 	s.deletedLocked(p)
 	s.unplaceLocked(tag, off)
+	s.kinds[p.e.kind]--
 	s.data[off] = (s.data[off] | hdrDead) &^ hdrDirtyAll
 	s.garbage += p.end - off
 }

@@ -84,6 +84,19 @@ func (st Store) Len() int {
 	return n
 }
 
+// Kinds counts the keys held by kind (indexed by Kind), expired ones
+// not yet swept included, as Len counts them.
+func (st Store) Kinds() (n [8]int) {
+	for _, s := range st.e.shards {
+		st.lock(s)
+		for k, c := range s.kinds {
+			n[k] += c
+		}
+		st.unlock(s)
+	}
+	return n
+}
+
 // MemoryStats describes the keyspace's memory outside the Go heap (or in
 // it, for small shards): what INFO memory reports.
 type MemoryStats struct {
@@ -114,6 +127,7 @@ func (st Store) Flush() {
 		st.lock(s)
 		s.mem.release()
 		s.slots, s.count, s.data, s.garbage = nil, 0, nil, 0
+		s.kinds = [8]int{}
 		s.old, s.migrated = nil, 0
 		s.compacting, s.sweepAt = false, 0
 		s.relFrom, s.relTo = 0, 0

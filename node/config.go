@@ -72,6 +72,16 @@ type Config struct {
 	LogLevel     string
 	LogFormat    string
 	MetricsAddr  string
+	// MetricsTopKeys, if not 0, exports that many most rejected keys as
+	// rlserver_top_rejected{key} (a label per key: off by default).
+	MetricsTopKeys int
+	// SlowlogSlowerThan (µs; negative: off, 0: every command) and
+	// SlowlogMaxLen are Redis's slowlog-log-slower-than and
+	// slowlog-max-len; LatencyThreshold (ms; 0: off) is its
+	// latency-monitor-threshold.
+	SlowlogSlowerThan int64
+	SlowlogMaxLen     int
+	LatencyThreshold  int64
 	// ClusterConfig, if set, is the slot map file that puts the node in
 	// cluster mode (docs/cluster.md); ClusterNodeID is this node's id in
 	// it. ClusterPartialCoverage lets a map leave slots unowned
@@ -112,8 +122,12 @@ func (c Config) Validate() error {
 		return errors.New("--min-replicas-max-lag must not be negative")
 	case (c.ClusterConfig == "") != (c.ClusterNodeID == ""):
 		return errors.New("--cluster-config and --cluster-node-id must be given together")
-	case c.MetricsAddr != "":
-		return errors.New("--metrics-addr: metrics are not available yet")
+	case c.MetricsTopKeys < 0:
+		return errors.New("--metrics-top-keys must not be negative")
+	case c.SlowlogMaxLen < 0:
+		return errors.New("--slowlog-max-len must not be negative")
+	case c.LatencyThreshold < 0:
+		return errors.New("--latency-monitor-threshold must not be negative")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return errors.New("--tls-cert and --tls-key must be given together")
 	case c.MaxClients < 1:
@@ -320,6 +334,39 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "log-format", Get: str(func(c Config) string { return c.LogFormat })},
 		{Name: "metrics-addr", Get: str(func(c Config) string { return c.MetricsAddr })},
+		{Name: "metrics-top-keys", Get: str(func(c Config) string { return strconv.Itoa(c.MetricsTopKeys) })},
+		{Name: "slowlog-log-slower-than", Get: func() string { return strconv.FormatInt(n.slow.threshold.Load(), 10) },
+			Set: func(v string) error {
+				k, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return errors.New("argument couldn't be parsed into an integer")
+				}
+				n.slow.threshold.Store(k)
+				return nil
+			}},
+		{Name: "slowlog-max-len", Get: func() string { return strconv.FormatInt(n.slow.maxLen.Load(), 10) },
+			Set: func(v string) error {
+				k, err := strconv.Atoi(v)
+				if err != nil || k < 0 {
+					return errors.New("argument must be a positive integer")
+				}
+				n.slow.mu.Lock()
+				n.slow.maxLen.Store(int64(k))
+				if over := len(n.slow.entries) - k; over > 0 {
+					n.slow.entries = append(n.slow.entries[:0], n.slow.entries[over:]...)
+				}
+				n.slow.mu.Unlock()
+				return nil
+			}},
+		{Name: "latency-monitor-threshold", Get: func() string { return strconv.FormatInt(n.lat.threshold.Load(), 10) },
+			Set: func(v string) error {
+				k, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || k < 0 {
+					return errors.New("argument must be a positive integer")
+				}
+				n.lat.threshold.Store(k)
+				return nil
+			}},
 		{Name: "cluster-enabled", Get: func() string { return yesNo(n.cluster != nil) }},
 		{Name: "cluster-config", Get: str(func(c Config) string { return c.ClusterConfig })},
 		{Name: "cluster-config-file", Get: str(func(c Config) string { return c.ClusterConfig })},

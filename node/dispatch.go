@@ -193,6 +193,10 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 	cs := n.perCmd[cmd.Index].cell(c.stripe)
 	cs[nCalls].Add(1)
 	cs[nNs].Add(end - c.mark)
+	n.observe(c, cmd, args, end-c.mark)
+	if d, ok := x.Decision(); ok {
+		n.decided(c, d, args[cmd.FirstKey])
+	}
 	c.mark = end
 	if x.Failed() {
 		cs[nFailed].Add(1)

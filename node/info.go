@@ -35,6 +35,8 @@ var infoSections = []infoSection{
 	{"replication", "Replication", true, (*Node).infoReplication},
 	{"cpu", "CPU", true, (*Node).infoCPU},
 	{"commandstats", "Commandstats", false, (*Node).infoCommandstats},
+	{"latencystats", "Latencystats", false, (*Node).infoLatencystats},
+	{"rlserver", "Rlserver", false, (*Node).infoRlserver},
 	{"cluster", "Cluster", true, (*Node).infoCluster},
 	{"keyspace", "Keyspace", true, (*Node).infoKeyspace},
 }
@@ -98,15 +100,7 @@ func (n *Node) infoServer(f *infoFields, now int64, _ engine.Store) {
 	f.line("uptime_in_seconds", int64(up.Seconds()))
 	f.line("uptime_in_days", int64(up.Hours()/24))
 	f.line("clock", cfg.ClockMode)
-	offset := now - time.Now().UnixNano()
-	if o, ok := n.clock.(interface{ Offset() int64 }); ok {
-		offset = o.Offset() // against the wall clock the real clock follows
-	} else if o, ok := n.clock.(interface{ Offset() (int64, bool) }); ok {
-		if off, ok := o.Offset(); ok {
-			offset = off
-		}
-	}
-	f.line("clock_offset_ms", offset/1e6)
+	f.line("clock_offset_ms", n.clockOffset(now)/1e6)
 	f.line("shards", n.engine.Shards())
 	f.line("executable", os.Args[0])
 }
@@ -224,6 +218,65 @@ func (n *Node) infoCommandstats(f *infoFields, _ int64, _ engine.Store) {
 		}
 		fmt.Fprintf(&f.b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
 			c.Name, calls, usec, per, rej, fail)
+	}
+}
+
+// infoLatencystats prints, as Redis 7 does, each called command's
+// latency percentiles in µs (upper bounds of the histogram's buckets:
+// within 25% above the truth).
+func (n *Node) infoLatencystats(f *infoFields, _ int64, _ engine.Store) {
+	for _, c := range n.table.All() {
+		b := n.buckets(c.Index)
+		if b == nil {
+			continue
+		}
+		p := Percentiles(b, 0.5, 0.99, 0.999)
+		if p == nil {
+			continue
+		}
+		fmt.Fprintf(&f.b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n", c.Name,
+			float64(p[0])/1e3, float64(p[1])/1e3, float64(p[2])/1e3)
+	}
+}
+
+// Percentiles reads the percentiles qs (0 < q <= 1) from a histogram's
+// buckets, each as its bucket's upper bound in ns; nil if it is empty.
+func Percentiles(buckets []int64, qs ...float64) []int64 {
+	total := int64(0)
+	for _, c := range buckets {
+		total += c
+	}
+	if total == 0 {
+		return nil
+	}
+	out := make([]int64, len(qs))
+	for i, q := range qs {
+		want := int64(math.Ceil(q * float64(total)))
+		seen := int64(0)
+		for b, c := range buckets {
+			if seen += c; seen >= want {
+				out[i] = HistUpper(b)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// infoRlserver prints the limiters' decisions and keys by algorithm and
+// the keys rejected most over the last minute.
+func (n *Node) infoRlserver(f *infoFields, _ int64, st engine.Store) {
+	d := n.Decisions()
+	kinds := st.Kinds()
+	for k, name := range kindNames {
+		if name == "" {
+			continue
+		}
+		fmt.Fprintf(&f.b, "decisions_%s:admitted=%d,rejected=%d,peek=%d\r\n", name, d[k][resultAdmitted], d[k][resultRejected], d[k][resultPeek])
+		f.line("keys_"+name, kinds[k])
+	}
+	for i, e := range n.TopRejected(10) {
+		fmt.Fprintf(&f.b, "top_rejected_%d:key=%s,rejections=%d\r\n", i+1, commands.QuoteInfoKey(e.Key), e.Count)
 	}
 }
 

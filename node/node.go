@@ -13,6 +13,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/topk"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/replication"
 )
@@ -60,6 +61,14 @@ type Node struct {
 	snap   *persist.Snapshotter // nil when the node runs in memory only
 	loaded LoadInfo
 	repl   *replication.Manager // nil: no replication (tests of the dispatcher)
+	// Observability (observe.go): latency histograms by command index,
+	// decisions, the slow log, the latency monitor, the most rejected
+	// keys by stripe.
+	hists []atomic.Pointer[hist]
+	decs  decisions
+	slow  slowlog
+	lat   latencyMon
+	top   [stripes]topk.Window
 	// cluster is the node's view of the cluster; nil outside cluster
 	// mode. Set by SetCluster before the node serves.
 	cluster *cluster.Cluster
@@ -114,6 +123,7 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 		engine: e, clock: clk, log: o.Logger, logLevel: o.LogLevel, table: table,
 		started: time.Now(), cfg: cfg, clients: make(map[int64]*Client),
 		perCmd:   make([]stripedCounts, len(table.All())),
+		hists:    make([]atomic.Pointer[hist], len(table.All())),
 		shutdown: make(chan struct{}),
 		runID:    newRunID(), changed: map[string]bool{},
 		snap: o.Snapshotter, loaded: o.Loaded, repl: o.Replication,
@@ -121,6 +131,9 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 	pass := cfg.RequirePass
 	n.requirePass.Store(&pass)
 	n.maxClients.Store(int64(cfg.MaxClients))
+	n.slow.threshold.Store(cfg.SlowlogSlowerThan)
+	n.slow.maxLen.Store(int64(cfg.SlowlogMaxLen))
+	n.lat.threshold.Store(cfg.LatencyThreshold)
 	n.timeout.Store(int64(cfg.Timeout))
 	return n
 }
@@ -246,6 +259,7 @@ func (n *Node) ResetStats() {
 	n.stats.rejectedConns.Store(0)
 	n.stats.expireHold.Store(0)
 	n.dispatch.reset()
+	n.resetObserved()
 	if n.repl != nil {
 		n.repl.ResetStats()
 	}

@@ -139,3 +139,26 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// Lag is what metrics report of replication: this node's offset; on a
+// replica, how long since its primary last sent anything (-1 while the
+// link is down), on a primary the longest any online replica has gone
+// without acknowledging; and the online replicas.
+func (m *Manager) Lag() (offset int64, lag time.Duration, replicas int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u := m.up; u != nil {
+		lag = -1
+		if u.state == stateConnected {
+			lag = time.Since(u.lastIO)
+		}
+		return m.offset, lag, 0
+	}
+	for _, l := range m.links {
+		if l.online {
+			replicas++
+			lag = max(lag, time.Since(l.ackAt))
+		}
+	}
+	return m.offset, lag, replicas
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/replication"
@@ -53,6 +54,8 @@ type Server struct {
 	Clock       *clock.Timeline
 	Replication *replication.Manager
 	Addr        net.Addr
+	// Metrics serves /metrics (--metrics-addr); nil when off.
+	Metrics *metrics.Server
 
 	// Loaded is what the start-up load found.
 	Loaded node.LoadInfo
@@ -193,8 +196,18 @@ func Start(opts Options) (*Server, error) {
 		}
 		clus = c
 	}
+	var ms *metrics.Server
+	if cfg.MetricsAddr != "" {
+		if ms, err = metrics.Listen(cfg.MetricsAddr, nd, cfg.MetricsTopKeys, log); err != nil {
+			ln.Close()
+			if store != nil {
+				store.Close()
+			}
+			return nil, fmt.Errorf("--metrics-addr: %w", err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
+	s := &Server{Metrics: ms, Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
 		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
 	if cfg.ReplicaOf != "" {
 		host, port, _ := node.ParseReplicaOf(cfg.ReplicaOf) // Validate accepted it
@@ -295,6 +308,9 @@ func (s *Server) Shutdown(ctx context.Context, save bool) error {
 func (s *Server) shutdown(ctx context.Context, save bool) error {
 	s.cancel()
 	err := s.resp.Close(ctx)
+	if s.Metrics != nil {
+		err = errors.Join(err, s.Metrics.Close(ctx))
+	}
 	if serr := <-s.done; err == nil {
 		err = serr
 	}

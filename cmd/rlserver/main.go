@@ -125,7 +125,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ClusterConfig, "cluster-config", "", "slot map file (Redis's nodes.conf line format): cluster mode, with --cluster-node-id; SIGHUP reloads it")
 	fs.StringVar(&cfg.ClusterNodeID, "cluster-node-id", "", "this node's 40-hex-digit id in --cluster-config")
 	coverage := fs.String("cluster-require-full-coverage", "yes", "yes: refuse a map that leaves a slot unowned; no: serve the owned slots, unowned ones answer -CLUSTERDOWN")
-	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address for Prometheus metrics (not available yet; setting it is an error)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (off when empty; a bare :port listens on loopback)")
+	fs.IntVar(&cfg.MetricsTopKeys, "metrics-top-keys", 0, "export the N most rejected keys as rlserver_top_rejected{key} (0: none; a label per key)")
+	fs.Int64Var(&cfg.SlowlogSlowerThan, "slowlog-log-slower-than", 10000, "SLOWLOG keeps commands taking at least this many µs (negative: off, 0: every command)")
+	fs.IntVar(&cfg.SlowlogMaxLen, "slowlog-max-len", 128, "SLOWLOG keeps this many entries")
+	fs.Int64Var(&cfg.LatencyThreshold, "latency-monitor-threshold", 0, "LATENCY records commands taking at least this many ms (0: off)")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (loopback only, e.g. 127.0.0.1:6060; off when empty)")
 	fs.Usage = func() {
 		// Every flag with its default, the empty and zero ones too.
