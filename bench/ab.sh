@@ -14,6 +14,8 @@
 #   TESTS [ping_mbulk gcra fixed log slide bucket]
 #   SERVER_CPUS [0] CLIENT_CPUS [1]  PORT [7379]  OUT [bench-results/ab-<date>]
 #   FLAGS ["--save-interval 0"] the servers' flags (e.g. "--save-interval 1s": snapshots on)
+#   SCRAPE_A, SCRAPE_B [] a URL to GET every second while that side runs (a Prometheus
+#        scrape: FLAGS_B="--metrics-addr 127.0.0.1:9121" SCRAPE_B=http://127.0.0.1:9121/metrics)
 #   FLAGS_A, FLAGS_B [FLAGS] one side's flags, to compare one binary in two modes (A=B):
 #        e.g. FLAGS_B="--save-interval 0 --cluster-config one.conf --cluster-node-id ID"
 # Needs python3, taskset, Debian's redis-tools.
@@ -44,7 +46,14 @@ for r in $(seq "$ROUNDS"); do
     RLSERVER=${!side}
     flagv="FLAGS_${side}_V[@]"
     start_rlserver "$PORT" "$SERVER_CPUS" 1 "${!flagv}"
+    scrape="SCRAPE_${side}"
+    scraper=
+    if [ -n "${!scrape:-}" ]; then
+      (while sleep 1; do curl -sf -o /dev/null "${!scrape}" || echo "scrape of ${!scrape} failed" >&2; done) &
+      scraper=$!
+    fi
     run_throughput rlserver "$PORT" "$RL_PID" "$OUT/$side" "$r"
+    [ -z "$scraper" ] || kill "$scraper"
     stop_server "$RL_PID"
   done
 done

@@ -74,9 +74,14 @@ func clientLine(c, cur *Session) string {
 	if sub+psub > 0 && flags == "N" {
 		flags = "P"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
-		c.ID, c.Addr, c.LAddr, c.name, int(time.Since(c.Created).Seconds()), int64(c.Idle().Seconds()),
-		flags, sub, psub, multi, orNULL(c.lastCmd.Load()), c.Proto(), c.libName, c.libVer)
+	qbuf, omem := c.qbuf.Load(), c.omem.Load()
+	events := "r"
+	if omem > 0 {
+		events = "rw"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+		c.ID, c.Addr, c.LAddr, c.fd.Load(), c.name, int(time.Since(c.Created).Seconds()), int64(c.Idle().Seconds()),
+		flags, sub, psub, multi, qbuf, omem, qbuf+omem, events, orNULL(c.lastCmd.Load()), c.Proto(), c.libName, c.libVer)
 }
 
 func orNULL(s *string) string {

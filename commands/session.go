@@ -61,6 +61,10 @@ type Session struct {
 	libName string
 	libVer  string
 
+	// What the connection holds, for CLIENT LIST: its socket (-1 when
+	// not known), bytes read but not yet run, replies not yet written.
+	fd         atomic.Int32
+	qbuf, omem atomic.Int64
 	lastCmd    atomic.Pointer[string] // the last command's name
 	lastActive atomic.Int64           // clock.Mono ns at the last command's end
 	killed     atomic.Bool            // CLIENT KILL took it: closing, no longer listed
@@ -71,8 +75,19 @@ type Session struct {
 func NewSession(id int64, addr, laddr string, authed bool, close func()) *Session {
 	s := &Session{ID: id, Addr: addr, LAddr: laddr, Created: time.Now(), authed: authed, Close: close}
 	s.proto.Store(2)
+	s.fd.Store(-1)
 	s.lastActive.Store(clock.Mono())
 	return s
+}
+
+// SetFD records the connection's socket descriptor (CLIENT LIST's fd).
+func (s *Session) SetFD(fd int) { s.fd.Store(int32(fd)) }
+
+// SetBuffers records what the connection holds now: bytes read and not
+// yet run, and replies not yet written (CLIENT LIST's qbuf and omem).
+func (s *Session) SetBuffers(qbuf, omem int) {
+	s.qbuf.Store(int64(qbuf))
+	s.omem.Store(int64(omem))
 }
 
 // Wrote records that a write command ran on the connection.

@@ -45,7 +45,7 @@ type CommandObserved struct {
 func KindName(k int) string { return kindNames[k] }
 
 // ResultName is the metrics label of a decision result.
-func ResultName(r int) string { return ResultNames[r] }
+func ResultName(r int) string { return resultNames[r] }
 
 // Observe reads what the metrics endpoint exports; top is how many of
 // the most rejected keys to include.

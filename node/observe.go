@@ -62,7 +62,7 @@ func (n *Node) histOf(i int) *hist {
 	return n.hists[i].Load()
 }
 
-// Buckets adds the stripes of command i's histogram up; nil if it was
+// buckets adds the stripes of command i's histogram up; nil if it was
 // never called.
 func (n *Node) buckets(i int) []int64 {
 	h := n.hists[i].Load()
@@ -86,8 +86,8 @@ const (
 	nResults
 )
 
-// ResultNames name the decision results.
-var ResultNames = [nResults]string{"admitted", "rejected", "peek"}
+// resultNames name the decision results.
+var resultNames = [nResults]string{"admitted", "rejected", "peek"}
 
 // decisions are the limiter decisions by kind and result, striped.
 type decisions struct {
@@ -155,9 +155,6 @@ func (n *Node) resetObserved() {
 	}
 }
 
-// SlowEntry is one slow log entry, as SLOWLOG GET shows it.
-type SlowEntry = commands.SlowEntry
-
 // slowlog keeps the commands that took at least a threshold (Redis's
 // slowlog-log-slower-than, µs; negative: off, 0: every command), newest
 // first, at most maxLen.
@@ -166,7 +163,7 @@ type slowlog struct {
 	maxLen    atomic.Int64 // 0: nothing is kept
 	mu        sync.Mutex
 	nextID    int64
-	entries   []SlowEntry // oldest first
+	entries   []commands.SlowEntry // oldest first
 }
 
 // Redis trims what a slow log entry keeps of a command.
@@ -177,7 +174,7 @@ const (
 
 // add logs a command of args that took d, from client c.
 func (l *slowlog) add(c *Client, args [][]byte, d time.Duration) {
-	e := SlowEntry{Time: time.Now().Unix(), Micros: d.Microseconds(), Addr: c.Addr, Name: c.Name()}
+	e := commands.SlowEntry{Time: time.Now().Unix(), Micros: d.Microseconds(), Addr: c.Addr, Name: c.Name()}
 	n := min(len(args), slowMaxArgs)
 	for i, a := range args[:n] {
 		if i == slowMaxArgs-1 && len(args) > slowMaxArgs {
@@ -222,14 +219,14 @@ func itoa(n int) string {
 }
 
 // Slowlog returns up to count entries, newest first (count < 0: all).
-func (n *Node) Slowlog(count int) []SlowEntry {
+func (n *Node) Slowlog(count int) []commands.SlowEntry {
 	l := &n.slow
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if count < 0 || count > len(l.entries) {
 		count = len(l.entries)
 	}
-	out := make([]SlowEntry, 0, count)
+	out := make([]commands.SlowEntry, 0, count)
 	for i := len(l.entries) - 1; i >= 0 && len(out) < count; i-- {
 		out = append(out, l.entries[i])
 	}

@@ -128,11 +128,18 @@ func (s *Snapshotter) saveLocked() (err error) {
 			}
 			s.cur = s.cur[:0]
 			s.errors.Add(1)
-			s.lastStatus.Store(false)
-			s.log.Error("snapshot failed; changes kept for the next one", "err", err, "pending", len(s.pending))
+			// One line when snapshots start failing, one when they
+			// recover: not one per attempt.
+			if s.lastStatus.Swap(false) {
+				s.log.Error("snapshot failed; changes kept for the next one", "err", err, "pending", len(s.pending))
+			} else {
+				s.log.Debug("snapshot failed again", "err", err, "pending", len(s.pending))
+			}
 			return
 		}
-		s.lastStatus.Store(true)
+		if !s.lastStatus.Swap(true) {
+			s.log.Info("snapshots recovered", "failed_since_start", s.errors.Load())
+		}
 		s.saves.Add(1)
 	}()
 	if s.broken {

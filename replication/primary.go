@@ -203,6 +203,7 @@ func (l *link) closeLocked() {
 	l.out, l.spare = nil, nil
 	l.conn.Close()
 	m := l.m
+	m.log.Info("replica link down", "addr", l.conn.RemoteAddr())
 	m.links = slices.DeleteFunc(m.links, func(o *link) bool { return o == l })
 	m.linked.Store(len(m.links) > 0)
 	m.cond.Broadcast()

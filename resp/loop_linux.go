@@ -259,6 +259,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 		return true
 	}
 	lc.c, lc.w = c, NewWriter(c.Proto)
+	c.SetFD(fd)
 	lim := srv.Limits()
 	lc.rd = NewReader(&lc.src, lim.MaxArgs, lim.MaxArgLen)
 	s.mu.Lock()
@@ -522,6 +523,7 @@ func (l *loop) write(lc *lconn) {
 			sent += n
 			continue
 		case syscall.EAGAIN:
+			lc.c.SetBuffers(lc.rd.Buffered(), len(b)-lc.out)
 			l.s.node.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
 			if !lc.busy {
 				lc.busy = true
@@ -534,6 +536,7 @@ func (l *loop) write(lc *lconn) {
 		return
 	}
 	l.s.node.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
+	lc.c.SetBuffers(lc.rd.Buffered(), 0)
 	lc.w.Reset()
 	lc.out = 0
 	if lc.closing {

@@ -728,3 +728,56 @@ func TestKillWhileConnecting(t *testing.T) {
 	t.Logf("%d connections closed by the killer before their PING, %d after it; %d kills counted", early, closed-early, n)
 	require.Equal(t, n, closed, "connections seen closed = kills counted")
 }
+
+// TestClientListFields: CLIENT LIST and CLIENT INFO lines carry Redis 7's
+// fields in its order, each parsed field by field, with this
+// connection's own values (a socket, its name, its last command, no
+// buffered input or output between commands).
+func TestClientListFields(t *testing.T) {
+	s := rltest.Start(t)
+	c := rltest.Dial(t, s.Addr.String())
+	c.Do("CLIENT", "SETNAME", "lister")
+	c.Do("CLIENT", "SETINFO", "LIB-NAME", "mylib")
+	c.Do("CL.THROTTLE", "k", "1", "2", "3")
+	raw := c.Do("CLIENT", "INFO")
+	line, err := strconv.Unquote(raw)
+	require.NoError(t, err, raw)
+	want := []string{"id", "addr", "laddr", "fd", "name", "age", "idle", "flags", "db", "sub", "psub", "ssub", "multi",
+		"qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl", "oll", "omem", "tot-mem", "events", "cmd",
+		"user", "redir", "resp", "lib-name", "lib-ver"}
+	var names []string
+	fields := map[string]string{}
+	for _, f := range strings.Fields(line) {
+		k, v, ok := strings.Cut(f, "=")
+		require.True(t, ok, "field %q of %q", f, line)
+		names = append(names, k)
+		fields[k] = v
+	}
+	require.Equal(t, want, names)
+	for _, k := range []string{"id", "fd", "age", "idle", "db", "sub", "psub", "multi", "qbuf", "omem", "tot-mem", "resp"} {
+		_, err := strconv.ParseInt(fields[k], 10, 64)
+		require.NoError(t, err, "%s=%s", k, fields[k])
+	}
+	require.Equal(t, "lister", fields["name"])
+	require.Equal(t, "cl.throttle", fields["cmd"], "the command before CLIENT INFO")
+	require.Equal(t, "mylib", fields["lib-name"])
+	require.Equal(t, "default", fields["user"])
+	require.Equal(t, "N", fields["flags"])
+	require.Equal(t, "-1", fields["multi"])
+	require.Equal(t, "0", fields["omem"])
+	require.Equal(t, "r", fields["events"])
+	require.True(t, strings.HasPrefix(fields["addr"], "127.0.0.1:"), fields["addr"])
+	require.Equal(t, s.Addr.String(), fields["laddr"])
+	list, err := strconv.Unquote(c.Do("CLIENT", "LIST"))
+	require.NoError(t, err)
+	var mine []string
+	for _, l := range strings.Split(strings.TrimRight(list, "\n"), "\n") {
+		if strings.HasPrefix(l, "id="+fields["id"]+" ") {
+			for _, f := range strings.Fields(l) {
+				k, _, _ := strings.Cut(f, "=")
+				mine = append(mine, k)
+			}
+		}
+	}
+	require.Equal(t, want, mine, "CLIENT LIST's line of this connection")
+}
