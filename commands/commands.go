@@ -102,7 +102,7 @@ func NewTable() Table {
 		{Name: "slaveof", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Follows a primary (host port), or becomes one (NO ONE). Alias of REPLICAOF.", Run: cmdReplicaOf},
 		{Name: "role", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast, ACL: []string{"@admin", "@fast", "@dangerous"}, Group: server, Since: "2.8.12", Summary: "Returns the replication role.", Run: cmdRole},
 		{Name: "wait", Arity: 3, Flags: FlagNoScript, ACL: []string{"@slow", "@connection"}, Group: server, Since: "3.0.0", Summary: "Waits until the replicas have acknowledged this connection's writes.", Run: cmdWait},
-		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "3.0.0", Summary: "An internal command of the replication handshake.", Run: cmdReplconf},
+		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "3.0.0", Summary: "An internal command of the replication handshake.", Run: cmdReplconf},
 		{Name: "psync", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "2.8.0", Summary: "An internal command: a replica asks for the stream from an offset.", Run: cmdPsync},
 		// pub/sub
 		{Name: "subscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels.", Run: cmdSubscribe},

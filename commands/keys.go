@@ -111,7 +111,10 @@ func cmdSet(x *Ctx) {
 			return
 		}
 	}
-	var deadline int64
+	// Redis's absolute expiry in ms, as its t_string.c
+	// getExpireMillisecondsOrReply computes it: any positive int64, far
+	// past the ns range included (cl-throttle.md §6.4).
+	expMs := int64(engine.NoExpiry)
 	if expKind != "" {
 		n, ok := parseInt64(expArg)
 		if !ok {
@@ -119,7 +122,6 @@ func cmdSet(x *Ctx) {
 			return
 		}
 		nowMs := x.Now / 1_000_000
-		var expMs int64
 		switch expKind {
 		case "EX", "EXAT":
 			if n <= 0 || n > (1<<63-1)/1000 {
@@ -142,7 +144,6 @@ func cmdSet(x *Ctx) {
 		} else {
 			expMs = n
 		}
-		deadline = engine.RedisDeadline(expMs)
 	}
 	tat, ok := parseUint64(x.Args[2])
 	if !ok {
@@ -159,7 +160,7 @@ func cmdSet(x *Ctx) {
 			return
 		}
 	}
-	written := x.Store.SetThrottle(x.Args[1], tat, deadline, keepTTL, cond, x.Now)
+	written := x.Store.SetThrottle(x.Args[1], tat, expMs, keepTTL, cond, x.Now)
 	switch {
 	case get && hadOld:
 		x.W.BulkString(strconv.FormatUint(old, 10))

@@ -20,7 +20,7 @@ const (
 	FlagLoading  // allowed while loading
 	FlagStale    // allowed on a stale replica
 	FlagModule   // CL.THROTTLE is a module command in redis-cell
-	FlagNoMulti  // refused inside MULTI (SAVE, SHUTDOWN: they cannot run under EXEC's locks)
+	FlagNoMulti  // refused inside MULTI (SAVE, SHUTDOWN: they cannot run under EXEC's locks; REPLCONF: ACK answers nothing, which EXEC's array cannot hold)
 	FlagDenyOOM
 	FlagTxnControl // not queued by MULTI; runs at once (EXEC, DISCARD, MULTI, QUIT, RESET). Not reported.
 )

@@ -149,6 +149,9 @@ func replySeconds(d i128) int64 {
 	return v
 }
 
-// maxDeadline caps expiry deadlines in ns; deadlines further out (TTLs of
-// centuries) are kept as "far future" rather than overflowing.
+// maxDeadline caps expiry deadlines in ns (April 2262); deadlines further
+// out (TTLs of centuries) are kept as "far future" rather than
+// overflowing. An RL.* key's capped deadline is a lower bound of its
+// life; a CL.THROTTLE key keeps its exact Redis expiry beside it
+// (farDeadline in throttle.go, docs/cl-throttle.md §6.4).
 const maxDeadline = math.MaxInt64 - 1

@@ -43,6 +43,14 @@ func TestRecordRoundTrip(t *testing.T) {
 		e := entry{kind: kind, deadline: randWord(r), w: words{a: randWord(r)}}
 		var words []int64
 		switch kind {
+		case KindThrottle:
+			// farMs is carried only with the far deadline (throttle.go).
+			if r.IntN(4) == 0 {
+				e.deadline = farDeadline
+			}
+			if e.deadline == farDeadline {
+				e.w.b = randWord(r)
+			}
 		case KindFixed:
 			e.w.b = randWord(r)
 		case KindSlide, KindBucket:
