@@ -384,6 +384,16 @@ func (c *Cluster) Reload() error {
 	return nil
 }
 
+// Refresh rebuilds the view from this node's role now: after making it
+// a replica before it serves, so that it redirects from its first
+// request. Unlike Kick it waits, so it must not be called holding the
+// lock Options.Role takes.
+func (c *Cluster) Refresh() {
+	c.mu.Lock()
+	c.rebuildLocked()
+	c.mu.Unlock()
+}
+
 // Kick tells the cluster this node's role changed: the view is rebuilt
 // and the pollers look again. It returns at once (the caller may hold
 // the lock Options.Role takes).
@@ -466,7 +476,7 @@ func (c *Cluster) Probe(ctx context.Context) {
 	if follow != nil && c.o.Follow != nil {
 		c.log.Warn("another node of this shard is its primary now: following it", "primary", follow.Addr(), "id", follow.ID)
 		c.o.Follow(follow.IP, follow.Port)
-		c.Kick()
+		c.Refresh()
 	}
 }
 

@@ -79,9 +79,9 @@ func clientLine(c, cur *Session) string {
 	if omem > 0 {
 		events = "rw"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=%s cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 		c.ID, c.Addr, c.LAddr, c.fd.Load(), c.name, int(time.Since(c.Created).Seconds()), int64(c.Idle().Seconds()),
-		flags, sub, psub, multi, qbuf, omem, qbuf+omem, events, orNULL(c.lastCmd.Load()), c.Proto(), c.libName, c.libVer)
+		flags, sub, psub, multi, qbuf, omem, qbuf+omem, events, orNULL(c.lastCmd.Load()), c.User().Name(), c.Proto(), c.libName, c.libVer)
 }
 
 func orNULL(s *string) string {
@@ -168,7 +168,7 @@ func (f killFilter) matches(c *Session) bool {
 	return true
 }
 
-func parseClientKill(args [][]byte) (killFilter, error) {
+func parseClientKill(x *Ctx, args [][]byte) (killFilter, error) {
 	if len(args) == 1 { // old form: CLIENT KILL addr
 		addr := string(args[0])
 		return killFilter{match: []func(*Session) bool{func(c *Session) bool { return c.Addr == addr }}, old: true}, nil
@@ -191,7 +191,11 @@ func parseClientKill(args [][]byte) (killFilter, error) {
 		case "laddr":
 			f.match = append(f.match, func(c *Session) bool { return c.LAddr == v })
 		case "user":
-			f.match = append(f.match, func(*Session) bool { return v == "default" })
+			u := x.N.User(v)
+			if u == nil {
+				return f, ErrNoSuchUser(args[i+1])
+			}
+			f.match = append(f.match, func(c *Session) bool { return c.User() == u })
 		case "type":
 			t := strings.ToLower(v)
 			switch t {
@@ -230,7 +234,7 @@ func parseClientKill(args [][]byte) (killFilter, error) {
 }
 
 func cmdClientKill(x *Ctx) {
-	f, err := parseClientKill(x.Args[2:])
+	f, err := parseClientKill(x, x.Args[2:])
 	if err != nil {
 		x.Error(err)
 		return
@@ -252,6 +256,11 @@ func cmdClientKill(x *Ctx) {
 	}
 	x.W.Int(int64(n))
 }
+
+// Kill closes the sessions, self's after its reply, and returns how many
+// were not closing already: what CLIENT KILL does to those it selects
+// (the node closes a deleted user's connections with it).
+func Kill(sessions []*Session, self *Session) int { return kill(sessions, killFilter{}, self) }
 
 // kill closes every session f selects and returns how many. The calling
 // session, when selected and not spared, is closed after its reply.

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -28,17 +29,17 @@ func NewTable() Table {
 		{Name: "select", Arity: 2, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Selects the database: only 0 exists.", Run: cmdSelect},
 		{Name: "quit", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth | FlagTxnControl, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "1.0.0", Summary: "Closes the connection.", Run: cmdQuit},
 		{Name: "reset", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth | FlagTxnControl, ACL: []string{"@fast", "@connection"}, Group: conn, Since: "6.2.0", Summary: "Resets the connection.", Run: cmdReset},
-		{Name: "client", Arity: -2, Group: conn, Since: "2.4.0", Summary: "A container for client connection commands.", Sub: subTable("client", []*Command{
-			{Name: "id", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Returns the unique client ID of the connection.", Run: cmdClientID},
-			{Name: "setname", Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Sets the connection name.", Run: cmdClientSetName},
-			{Name: "getname", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Returns the name of the connection.", Run: cmdClientGetName},
-			{Name: "list", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Lists open connections.", Run: cmdClientList},
-			{Name: "info", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Returns information about the connection.", Run: cmdClientInfo},
-			{Name: "kill", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Terminates open connections.", Run: cmdClientKill},
-			{Name: "setinfo", Arity: 4, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Sets information specific to the client.", Run: cmdClientSetInfo},
-			{Name: "no-evict", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Accepted for compatibility; rlserver never evicts.", Run: cmdClientOnOff},
-			{Name: "no-touch", Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, Summary: "Accepted for compatibility; rlserver keeps no access times.", Run: cmdClientOnOff},
-			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, Summary: "Returns helpful text about the different subcommands.", Run: cmdClientHelp},
+		{Name: "client", Arity: -2, ACL: []string{"@slow"}, Group: conn, Since: "2.4.0", Summary: "A container for client connection commands.", Sub: subTable("client", []*Command{
+			{Name: "id", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns the unique client ID of the connection.", Run: cmdClientID},
+			{Name: "setname", Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Sets the connection name.", Run: cmdClientSetName},
+			{Name: "getname", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns the name of the connection.", Run: cmdClientGetName},
+			{Name: "list", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Lists open connections.", Run: cmdClientList},
+			{Name: "info", Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns information about the connection.", Run: cmdClientInfo},
+			{Name: "kill", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Terminates open connections.", Run: cmdClientKill},
+			{Name: "setinfo", Arity: 4, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Sets information specific to the client.", Run: cmdClientSetInfo},
+			{Name: "no-evict", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Accepted for compatibility; rlserver never evicts.", Run: cmdClientOnOff},
+			{Name: "no-touch", Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Accepted for compatibility; rlserver keeps no access times.", Run: cmdClientOnOff},
+			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdClientHelp},
 		})},
 		// keys
 		{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, Step: 1, ACL: []string{"@keyspace", "@write", "@slow"}, KeySpecFlags: []string{"RM", "delete"}, Group: keys, Since: "1.0.0", Summary: "Deletes one or more keys.", Run: cmdDel},
@@ -54,48 +55,62 @@ func NewTable() Table {
 		{Name: "dbsize", Arity: 1, Flags: FlagReadOnly | FlagFast, ACL: []string{"@keyspace", "@read", "@fast"}, Group: server, Since: "1.0.0", Summary: "Returns the number of keys.", Run: cmdDBSize},
 		{Name: "flushall", Arity: -1, Flags: FlagWrite, ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Removes all keys.", Run: cmdFlushAll},
 		{Name: "flushdb", Arity: -1, Flags: FlagWrite, ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Removes all keys.", Run: cmdFlushAll},
-		{Name: "object", Arity: -2, Group: keys, Since: "2.2.3", Summary: "A container for object introspection commands.", Sub: subTable("object", []*Command{
+		{Name: "object", Arity: -2, ACL: []string{"@slow"}, Group: keys, Since: "2.2.3", Summary: "A container for object introspection commands.", Sub: subTable("object", []*Command{
 			{Name: "encoding", Arity: 3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, ACL: []string{"@keyspace", "@read", "@slow"}, Summary: "Returns the internal encoding of a key: int (a CL.THROTTLE TAT) or record (RL.* state).", Run: cmdObjectEncoding},
 			{Name: "refcount", Arity: 3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, ACL: []string{"@keyspace", "@read", "@slow"}, Summary: "Returns the reference count of a key's value: always 1.", Run: cmdObjectRefcount},
 			{Name: "freq", Arity: 3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, ACL: []string{"@keyspace", "@read", "@slow"}, Summary: "Access frequency is not tracked (there is no LFU eviction).", Run: cmdObjectFreq},
 			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@keyspace", "@slow"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdObjectHelp},
 		})},
-		{Name: "memory", Arity: -2, Group: server, Since: "4.0.0", Summary: "A container for memory diagnostics commands.", Sub: subTable("memory", []*Command{
-			{Name: "usage", Arity: -3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, Summary: "Estimates the memory usage of a key.", Run: cmdMemoryUsage},
+		{Name: "memory", Arity: -2, ACL: []string{"@slow"}, Group: server, Since: "4.0.0", Summary: "A container for memory diagnostics commands.", Sub: subTable("memory", []*Command{
+			{Name: "usage", Arity: -3, Flags: FlagReadOnly, FirstKey: 2, LastKey: 2, Step: 1, ACL: []string{"@read", "@slow"}, Summary: "Estimates the memory usage of a key.", Run: cmdMemoryUsage},
 		})},
 		// server
 		{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Returns information and statistics about the server.", Run: cmdInfo},
 		{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Group: server, Since: "2.8.13", Summary: "Returns detailed information about all commands.", Run: cmdCommand, Sub: subTable("command", []*Command{
-			{Name: "count", Arity: 2, Flags: FlagLoading | FlagStale, Summary: "Returns a count of commands.", Run: cmdCommandCount},
-			{Name: "info", Arity: -2, Flags: FlagLoading | FlagStale, Summary: "Returns information about one, multiple or all commands.", Run: cmdCommandInfo},
-			{Name: "docs", Arity: -2, Flags: FlagLoading | FlagStale, Summary: "Returns documentary information about one, multiple or all commands.", Run: cmdCommandDocs},
-			{Name: "list", Arity: -2, Flags: FlagLoading | FlagStale, Summary: "Returns a list of command names.", Run: cmdCommandList},
+			{Name: "count", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns a count of commands.", Run: cmdCommandCount},
+			{Name: "info", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns information about one, multiple or all commands.", Run: cmdCommandInfo},
+			{Name: "docs", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns documentary information about one, multiple or all commands.", Run: cmdCommandDocs},
+			{Name: "list", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns a list of command names.", Run: cmdCommandList},
 		})},
-		{Name: "config", Arity: -2, Group: server, Since: "2.0.0", Summary: "A container for server configuration commands.", Sub: subTable("config", []*Command{
-			{Name: "get", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Returns the effective values of configuration parameters.", Run: cmdConfigGet},
-			{Name: "set", Arity: -4, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Sets configuration parameters in-flight.", Run: cmdConfigSet},
-			{Name: "rewrite", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Writes the running configuration to the configuration file.", Run: cmdConfigRewrite},
-			{Name: "resetstat", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Resets the server's statistics.", Run: cmdConfigResetStat},
+		{Name: "config", Arity: -2, ACL: []string{"@slow"}, Group: server, Since: "2.0.0", Summary: "A container for server configuration commands.", Sub: subTable("config", []*Command{
+			{Name: "get", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the effective values of configuration parameters.", Run: cmdConfigGet},
+			{Name: "set", Arity: -4, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Sets configuration parameters in-flight.", Run: cmdConfigSet},
+			{Name: "rewrite", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Writes the running configuration to the configuration file.", Run: cmdConfigRewrite},
+			{Name: "resetstat", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Resets the server's statistics.", Run: cmdConfigResetStat},
 		})},
 		{Name: "time", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@fast"}, Group: server, Since: "2.6.0", Summary: "Returns the server clock.", Run: cmdTime},
-		{Name: "debug", Arity: -2, Group: server, Since: "1.0.0", Summary: "A container for debugging commands.", Sub: subTable("debug", []*Command{
-			{Name: "clock", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Summary: "Reads or moves the manual clock: SET time | ADVANCE duration | GET.", Run: cmdDebugClock},
+		{Name: "debug", Arity: -2, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "A container for debugging commands.", Sub: subTable("debug", []*Command{
+			{Name: "clock", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Reads or moves the manual clock: SET time | ADVANCE duration | GET.", Run: cmdDebugClock},
 		})},
 		{Name: "save", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Writes a snapshot now and waits for it.", Run: cmdSave},
 		{Name: "bgsave", Arity: -1, Flags: FlagAdmin | FlagNoScript, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Writes a snapshot in the background.", Run: cmdBgsave},
 		{Name: "lastsave", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@admin", "@fast", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Returns the Unix time of the last good snapshot.", Run: cmdLastsave},
 		{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "1.0.0", Summary: "Stops the server.", Run: cmdShutdown},
-		{Name: "slowlog", Arity: -2, Group: server, Since: "2.2.12", Summary: "A container for slow log commands.", Sub: subTable("slowlog", []*Command{
+		{Name: "slowlog", Arity: -2, ACL: []string{"@slow"}, Group: server, Since: "2.2.12", Summary: "A container for slow log commands.", Sub: subTable("slowlog", []*Command{
 			{Name: "get", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the slow log's entries.", Run: cmdSlowlogGet},
 			{Name: "len", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the number of entries in the slow log.", Run: cmdSlowlogLen},
 			{Name: "reset", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Clears all entries from the slow log.", Run: cmdSlowlogReset},
 			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Show helpful text about the different subcommands", Run: cmdSlowlogHelp},
 		})},
-		{Name: "latency", Arity: -2, Group: server, Since: "2.8.13", Summary: "A container for latency diagnostics commands.", Sub: subTable("latency", []*Command{
+		{Name: "latency", Arity: -2, ACL: []string{"@slow"}, Group: server, Since: "2.8.13", Summary: "A container for latency diagnostics commands.", Sub: subTable("latency", []*Command{
 			{Name: "latest", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the latest latency samples for all events.", Run: cmdLatencyLatest},
 			{Name: "history", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns timestamp-latency samples for an event.", Run: cmdLatencyHistory},
 			{Name: "reset", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Resets the latency data for one or more events.", Run: cmdLatencyReset},
 			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdLatencyHelp},
+		})},
+		{Name: "acl", Arity: -2, ACL: []string{"@slow"}, Group: server, Since: "6.0.0", Summary: "A container for Access List Control commands.", Sub: subTable("acl", []*Command{
+			{Name: "setuser", Arity: -3, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Creates and modifies an ACL user and its rules.", Run: cmdACLSetUser},
+			{Name: "deluser", Arity: -3, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Deletes ACL users, and terminates their connections.", Run: cmdACLDelUser},
+			{Name: "getuser", Arity: 3, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Lists the ACL rules of a user.", Run: cmdACLGetUser},
+			{Name: "list", Arity: 2, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Dumps the effective rules in ACL file format.", Run: cmdACLList},
+			{Name: "users", Arity: 2, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Lists all ACL users.", Run: cmdACLUsers},
+			{Name: "whoami", Arity: 2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the authenticated username of the current connection.", Run: cmdACLWhoAmI},
+			{Name: "load", Arity: 2, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Reloads the rules from the configured ACL file.", Run: cmdACLLoad},
+			{Name: "save", Arity: 2, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Saves the effective ACL rules in the configured ACL file.", Run: cmdACLSave},
+			{Name: "cat", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Lists the ACL categories, or the commands inside a category.", Run: cmdACLCat},
+			{Name: "genpass", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Generates a pseudorandom, secure password that can be used to identify ACL users.", Run: cmdACLGenPass},
+			{Name: "dryrun", Arity: -4, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Simulates the execution of a command by a user, without executing the command.", Run: cmdACLDryRun},
+			{Name: "help", Arity: 2, Clockless: true, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdACLHelp},
 		})},
 		// replication
 		{Name: "replicaof", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "5.0.0", Summary: "Follows a primary (host port), or becomes one (NO ONE).", Run: cmdReplicaOf},
@@ -105,13 +120,13 @@ func NewTable() Table {
 		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "3.0.0", Summary: "An internal command of the replication handshake.", Run: cmdReplconf},
 		{Name: "psync", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagNoMulti, ACL: []string{"@admin", "@slow", "@dangerous"}, Group: server, Since: "2.8.0", Summary: "An internal command: a replica asks for the stream from an offset.", Run: cmdPsync},
 		// pub/sub
-		{Name: "subscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels.", Run: cmdSubscribe},
+		{Name: "subscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Channels: acl.SubscribeChannels, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels.", Run: cmdSubscribe},
 		{Name: "unsubscribe", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Stops listening to messages posted to channels.", Run: cmdUnsubscribe},
-		{Name: "psubscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels that match patterns.", Run: cmdPSubscribe},
+		{Name: "psubscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Channels: acl.SubscribePatterns, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels that match patterns.", Run: cmdPSubscribe},
 		{Name: "punsubscribe", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Stops listening to messages published to channels that match patterns.", Run: cmdPUnsubscribe},
-		{Name: "publish", Arity: 3, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@pubsub", "@fast"}, Group: pubsub, Since: "2.0.0", Summary: "Posts a message to a channel.", Run: cmdPublish},
+		{Name: "publish", Arity: 3, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast, ACL: []string{"@pubsub", "@fast"}, Channels: acl.PublishChannel, Group: pubsub, Since: "2.0.0", Summary: "Posts a message to a channel.", Run: cmdPublish},
 		// cluster (docs/cluster.md)
-		{Name: "cluster", Arity: -2, Group: "cluster", Since: "3.0.0", Summary: "A container for Redis Cluster commands.", Sub: subTable("cluster", []*Command{
+		{Name: "cluster", Arity: -2, ACL: []string{"@slow"}, Group: "cluster", Since: "3.0.0", Summary: "A container for Redis Cluster commands.", Sub: subTable("cluster", []*Command{
 			{Name: "slots", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the mapping of cluster slots to nodes.", Run: cmdClusterSlots},
 			{Name: "shards", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the mapping of cluster slots to shards.", Run: cmdClusterShards},
 			{Name: "nodes", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the cluster configuration for a node.", Run: cmdClusterNodes},
@@ -131,12 +146,12 @@ func NewTable() Table {
 		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagTxnControl, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},
 		{Name: "discard", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.0.0", Summary: "Discards a transaction.", Run: cmdDiscard},
 		// limiters
-		{Name: "rl.fixed", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Fixed window counter: key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindFixed)},
-		{Name: "rl.log", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window log, exact: key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindLog)},
-		{Name: "rl.slide", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Sliding window counter (two windows, weighted): key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindSlide)},
-		{Name: "rl.bucket", Arity: -5, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast"}, Group: rl, Since: "0.1.0", Summary: "Token bucket, exact refill: key capacity rate period [COST n].", Peek: limiterPeek, Run: limiter(engine.KindBucket)},
-		{Name: "rl.top", Arity: -1, Clockless: true, Flags: FlagReadOnly | FlagLoading | FlagStale, ACL: []string{"@read", "@slow"}, Group: rl, Since: "0.2.0", Summary: "The keys rejected most over the last minute: RL.TOP [count].", Run: cmdTop},
-		{Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule, FirstKey: 1, LastKey: 1, Step: 1, Group: rl, Since: "1.0.0", Summary: "GCRA rate limit, a drop-in for redis-cell: key max_burst count period [quantity].", Peek: throttlePeek, Run: cmdThrottle},
+		{Name: "rl.fixed", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Fixed window counter: key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindFixed)},
+		{Name: "rl.log", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Sliding window log, exact: key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindLog)},
+		{Name: "rl.slide", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Sliding window counter (two windows, weighted): key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindSlide)},
+		{Name: "rl.bucket", Arity: -5, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Token bucket, exact refill: key capacity rate period [COST n].", Peek: limiterPeek, Run: limiter(engine.KindBucket)},
+		{Name: "rl.top", Arity: -1, Clockless: true, Flags: FlagReadOnly | FlagLoading | FlagStale, ACL: []string{"@read", "@slow", "@ratelimit"}, Group: rl, Since: "0.2.0", Summary: "The keys rejected most over the last minute: RL.TOP [count].", Run: cmdTop},
+		{Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@ratelimit"}, Group: rl, Since: "1.0.0", Summary: "GCRA rate limit, a drop-in for redis-cell: key max_burst count period [quantity].", Peek: throttlePeek, Run: cmdThrottle},
 	}
 	t := Table{}
 	for _, c := range cmds {

@@ -27,11 +27,13 @@ func cmdPing(x *Ctx) {
 
 func cmdEcho(x *Ctx) { x.W.Bulk(x.Args[1]) }
 
+// cmdAuth is AUTH [user] password: the one-argument form logs in the
+// default user, and is an error while that user needs no password.
 func cmdAuth(x *Ctx) {
 	var user, pass []byte
 	switch len(x.Args) {
 	case 2:
-		if !x.N.PasswordRequired() {
+		if x.N.User("default").Rules().NoPass() {
 			x.Error(ErrAuthNoPass)
 			return
 		}
@@ -42,11 +44,12 @@ func cmdAuth(x *Ctx) {
 		x.Error(ErrSyntax)
 		return
 	}
-	if !x.N.CheckPassword(user, pass) {
+	u := x.N.Authenticate(user, pass)
+	if u == nil {
 		x.Error(ErrWrongPass)
 		return
 	}
-	x.C.authed = true
+	x.C.logIn(u, true)
 	x.OK()
 }
 
@@ -95,19 +98,18 @@ func cmdHello(x *Ctx) {
 		x.Error(err)
 		return
 	}
-	authed := x.C.authed
 	if h.user != nil {
-		if !x.N.CheckPassword(h.user, h.pass) {
+		u := x.N.Authenticate(h.user, h.pass)
+		if u == nil {
 			x.Error(ErrWrongPass)
 			return
 		}
-		authed = true
+		x.C.logIn(u, true)
 	}
-	if !authed {
+	if !x.C.authed {
 		x.Error(ErrHelloNoAuth)
 		return
 	}
-	x.C.authed = true
 	if h.proto != 0 {
 		x.C.proto.Store(int32(h.proto))
 	}
@@ -165,7 +167,8 @@ func cmdReset(x *Ctx) {
 	c.proto.Store(2)
 	c.readOnly = false
 	c.setName("")
-	c.authed = !x.N.PasswordRequired()
+	def := x.N.User("default")
+	c.logIn(def, def.Rules().NoPass() && def.Rules().On())
 	x.W.Simple("RESET")
 }
 

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
@@ -17,10 +18,25 @@ type Node interface {
 	Clock() clock.Clock
 	Commands() Table
 	Logger() *slog.Logger
-	// PasswordRequired reports whether the default user has a password;
-	// CheckPassword whether user and pass authenticate.
-	PasswordRequired() bool
-	CheckPassword(user, pass []byte) bool
+	// Users and permissions (docs/protocol.md, "Users and permissions").
+	// ACLCatalog is what the users' rules know of the table. User finds
+	// a user by name (nil: none; "default" always exists), Users lists
+	// them by name. Authenticate returns the user that user and pass
+	// log in as, nil if they do not (no such user, a user that is off, a
+	// wrong password). SetUser creates or changes a user, applying all
+	// the rules or none (an *acl.RuleError), and closes its connections
+	// subscribed where the rules no longer allow. DeleteUsers deletes
+	// users and closes their connections. Connections closed are s's
+	// after its reply. LoadUsers and
+	// SaveUsers read and write the ACL file.
+	ACLCatalog() *acl.Catalog
+	User(name string) *acl.User
+	Users() []*acl.User
+	Authenticate(user, pass []byte) *acl.User
+	SetUser(s *Session, name string, rules []string) error
+	DeleteUsers(s *Session, names []string) int
+	LoadUsers(s *Session) error
+	SaveUsers() error
 	// Sessions lists the connected clients by ID, those being killed left
 	// out.
 	Sessions() []*Session

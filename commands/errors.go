@@ -3,8 +3,10 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -61,6 +63,28 @@ const (
 	ErrMasterPort    Error = "ERR Invalid master port"
 	ErrNoConfigFile  Error = "ERR The server is running without a config file"
 	ErrSlowlogCount  Error = "ERR count should be greater than or equal to -1"
+	// ErrDenied is what a connection from another host gets in protected
+	// mode (protocol.md, "Connections and authentication"): Redis 7.0's
+	// text, typo included.
+	ErrDenied Error = "DENIED Redis is running in protected mode because protected " +
+		"mode is enabled and no password is set for the default user. " +
+		"In this mode connections are only accepted from the loopback interface. " +
+		"If you want to connect from external computers to Redis you " +
+		"may adopt one of the following solutions: " +
+		"1) Just disable protected mode sending the command " +
+		"'CONFIG SET protected-mode no' from the loopback interface " +
+		"by connecting to Redis from the same host the server is " +
+		"running, however MAKE SURE Redis is not publicly accessible " +
+		"from internet if you do so. Use CONFIG REWRITE to make this " +
+		"change permanent. " +
+		"2) Alternatively you can just disable the protected mode by " +
+		"editing the Redis configuration file, and setting the protected " +
+		"mode option to 'no', and then restarting the server. " +
+		"3) If you started the server manually just for testing, restart " +
+		"it with the '--protected-mode no' option. " +
+		"4) Setup a an authentication password for the default user. " +
+		"NOTE: You only need to do one of the above things in order for " +
+		"the server to start accepting connections from the outside."
 	// Cluster (docs/cluster.md).
 	ErrClusterOff       Error = "ERR This instance has cluster support disabled"
 	ErrCrossSlot        Error = "CROSSSLOT Keys in request don't hash to the same slot"
@@ -103,6 +127,12 @@ func ErrUnknownCommand(args [][]byte) Error {
 // subcommand.
 func ErrUnknownSubcommand(sub []byte, parent string) Error {
 	return Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, strings.ToUpper(parent)))
+}
+
+// ErrSubcommandSyntax is Redis's error for a subcommand called with
+// arguments it does not take (addReplySubcommandSyntaxError).
+func ErrSubcommandSyntax(sub []byte, parent string) Error {
+	return Error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try %s HELP.", sub, strings.ToUpper(parent)))
 }
 
 // ErrHelloOption: an option HELLO does not know.
@@ -186,4 +216,121 @@ func errorReply(err error) string {
 		return string(ErrCellExpire)
 	}
 	return "ERR " + err.Error()
+}
+
+// Users and permissions (docs/protocol.md, "Users and permissions"):
+// Redis 7.0's texts.
+const (
+	ErrUserName      Error = "ERR Usernames can't contain spaces or null characters"
+	ErrDeleteDefault Error = "ERR The 'default' user cannot be removed"
+	// ErrNoACLFile keeps Redis's first sentence; its second points to
+	// rlserver's flag (Redis's suggests CONFIG REWRITE, which does not
+	// write users here).
+	ErrNoACLFile     Error = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then start rlserver with --aclfile FILE, whose users ACL SAVE writes and ACL LOAD reads."
+	ErrACLSave       Error = "ERR There was an error trying to save the ACLs. Please check the server logs for more information"
+	ErrGenpassBits   Error = "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"
+	ErrNoPermKey     Error = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	ErrNoPermChannel Error = "NOPERM this user has no permissions to access one of the channels used as arguments"
+)
+
+// ErrRequirePassACLFile is why CONFIG SET requirepass is refused with an
+// ACL file (ErrConfigFailed words it): the default user's password
+// belongs in the file, and a requirepass that CONFIG REWRITE kept would
+// stop the next start.
+var ErrRequirePassACLFile = errors.New("the default user's password is kept in the ACL file: use ACL SETUSER default and ACL SAVE")
+
+// ErrNoPermCommand refuses a command (or "parent|sub") the user may not
+// run.
+func ErrNoPermCommand(name string) Error {
+	return Error("NOPERM this user has no permissions to run the '" + name + "' command")
+}
+
+// ErrNoPerm words a refusal of the rules: at the command's turn, or, for
+// a command EXEC runs (inExec), Redis's text for rules that changed since
+// it was queued.
+func ErrNoPerm(d acl.Denial, name string, inExec bool) Error {
+	if inExec {
+		why := "no permission to execute the command or subcommand"
+		switch d {
+		case acl.DeniedKey:
+			why = "no permission to touch the specified keys"
+		case acl.DeniedChannel:
+			why = "no permission to access one of the channels used as arguments"
+		}
+		return Error("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
+	}
+	switch d {
+	case acl.DeniedKey:
+		return ErrNoPermKey
+	case acl.DeniedChannel:
+		return ErrNoPermChannel
+	}
+	return ErrNoPermCommand(name)
+}
+
+// aclReasons are Redis's words for why a rule cannot be applied
+// (ACLSetUserStringError), and rlserver's for selectors.
+var aclReasons = map[acl.Reason]string{
+	acl.UnknownName:     "Unknown command or category name in ACL",
+	acl.BadSyntax:       "Syntax error",
+	acl.KeyAfterAll:     "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns",
+	acl.ChannelAfterAll: "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels",
+	acl.NoSuchPassword:  "The password you are trying to remove from the user does not exist",
+	acl.BadHash:         "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters",
+	acl.FirstArgOfSub:   "Allowing first-arg of a subcommand is not supported",
+	acl.Selectors:       "Selectors are not supported",
+}
+
+// ErrACLSetUser: a rule of ACL SETUSER that cannot be applied.
+func ErrACLSetUser(e *acl.RuleError) Error {
+	return Error(fmt.Sprintf("ERR Error in ACL SETUSER modifier '%s': %s", e.Rule, aclReasons[e.Reason]))
+}
+
+// ErrUnknownCategory: ACL CAT of a category that does not exist.
+func ErrUnknownCategory(cat []byte) Error {
+	return Error(fmt.Sprintf("ERR Unknown category '%.128s'", cat))
+}
+
+// ErrNoSuchUser: CLIENT KILL USER of a user that does not exist.
+func ErrNoSuchUser(name []byte) Error { return Error(fmt.Sprintf("ERR No such user '%s'", name)) }
+
+// ErrDryRunUser and ErrDryRunCommand: ACL DRYRUN of a user or a command
+// that does not exist.
+func ErrDryRunUser(name []byte) Error { return Error(fmt.Sprintf("ERR User '%s' not found", name)) }
+
+func ErrDryRunCommand(name []byte) Error {
+	return Error(fmt.Sprintf("ERR Command '%s' not found", name))
+}
+
+// ErrACLOpen: the ACL file cannot be read.
+func ErrACLOpen(path string, err error) Error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // Redis's strerror, without Go's "open path: "
+	}
+	return Error(fmt.Sprintf("ERR Error loading ACLs, opening file '%s': %s", path, err))
+}
+
+// ErrACLFile: an ACL file with bad lines, every problem in Redis's words
+// (ACLLoadFromFile), then its warning that nothing changed.
+func ErrACLFile(e *acl.FileError) Error {
+	var b strings.Builder
+	for _, p := range e.Problems {
+		switch p.Kind {
+		case acl.NotUserLine:
+			fmt.Fprintf(&b, "%s:%d should start with user keyword followed by the username. ", e.Path, p.Line)
+		case acl.BadUserName: // Redis's stray quote kept
+			fmt.Fprintf(&b, "'%s:%d: username '%s' contains invalid characters. ", e.Path, p.Line, p.Name)
+		case acl.DuplicateUser:
+			fmt.Fprintf(&b, "WARNING: Duplicate user '%s' found on line %d. ", p.Name, p.Line)
+		case acl.BadRule:
+			if p.Rule.Reason == acl.UnknownName {
+				fmt.Fprintf(&b, "%s:%d: Error in applying operation '%s': %s. ", e.Path, p.Line, p.Rule.Rule, aclReasons[p.Rule.Reason])
+			} else {
+				fmt.Fprintf(&b, "%s:%d: %s. ", e.Path, p.Line, aclReasons[p.Rule.Reason])
+			}
+		}
+	}
+	b.WriteString("WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
+	return Error("ERR " + b.String())
 }

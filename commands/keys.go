@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/glob"
 )
 
 func cmdDel(x *Ctx) {
@@ -196,7 +197,7 @@ func cmdKeys(x *Ctx) {
 	var keys []string
 	for i := 0; i < x.N.Shards(); i++ {
 		x.Store.ScanShard(i, x.Now, func(k engine.KeyInfo) {
-			if globMatch(pat, []byte(k.Key), false) {
+			if glob.Match(pat, []byte(k.Key), false) {
 				keys = append(keys, k.Key)
 			}
 		})
@@ -253,7 +254,7 @@ func cmdScan(x *Ctx) {
 	var keys []string
 	for shard < x.N.Shards() && len(keys) < count {
 		next := x.Store.ScanSlots(shard, slot, count-len(keys), x.Now, func(k engine.KeyInfo) {
-			if match != nil && !globMatch(match, []byte(k.Key), false) {
+			if match != nil && !glob.Match(match, []byte(k.Key), false) {
 				return
 			}
 			if typ != nil && !strings.EqualFold(typeName(k.Kind), string(typ)) {

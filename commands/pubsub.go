@@ -150,6 +150,3 @@ func WriteMessage(w Writer, pattern, channel, payload []byte) {
 	w.Bulk(channel)
 	w.Bulk(payload)
 }
-
-// GlobMatch reports whether channel matches a PSUBSCRIBE pattern.
-func GlobMatch(pattern, channel []byte) bool { return globMatch(pattern, channel, false) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/glob"
 )
 
 // The server family: INFO, CONFIG, TIME, DEBUG CLOCK, SAVE, BGSAVE,
@@ -140,7 +141,7 @@ func cmdConfigGet(x *Ctx) {
 	var out []ConfigParam
 	for _, pat := range x.Args[2:] {
 		for _, p := range params {
-			if !seen[p.Name] && globMatch(pat, []byte(p.Name), true) {
+			if !seen[p.Name] && glob.Match(pat, []byte(p.Name), true) {
 				seen[p.Name] = true
 				out = append(out, p)
 			}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/clock"
 )
 
@@ -22,6 +23,10 @@ type Session struct {
 
 	proto  atomic.Int32 // 2 or 3; read by other connections (CLIENT LIST, PUBLISH)
 	authed bool
+	// user is who the connection runs as: the default user until AUTH
+	// or HELLO AUTH logs in another. Read by other connections (CLIENT
+	// LIST, ACL DELUSER).
+	user atomic.Pointer[acl.User]
 
 	multi    bool       // inside MULTI
 	multiErr bool       // a command was refused while queueing: EXEC aborts
@@ -70,10 +75,11 @@ type Session struct {
 	killed     atomic.Bool            // CLIENT KILL took it: closing, no longer listed
 }
 
-// NewSession returns the state of a new connection: RESP2, authenticated
-// when authed (no password is required).
-func NewSession(id int64, addr, laddr string, authed bool, close func()) *Session {
+// NewSession returns the state of a new connection: RESP2, running as
+// user, authenticated when authed (the user needs no password).
+func NewSession(id int64, addr, laddr string, user *acl.User, authed bool, close func()) *Session {
 	s := &Session{ID: id, Addr: addr, LAddr: laddr, Created: time.Now(), authed: authed, Close: close}
+	s.user.Store(user)
 	s.proto.Store(2)
 	s.fd.Store(-1)
 	s.lastActive.Store(clock.Mono())
@@ -117,6 +123,16 @@ func (s *Session) Proto() int { return int(s.proto.Load()) }
 // Authenticated reports whether the connection may run commands that
 // need authentication.
 func (s *Session) Authenticated() bool { return s.authed }
+
+// User is the user the connection runs as.
+func (s *Session) User() *acl.User { return s.user.Load() }
+
+// logIn makes the connection run as u, authenticated (AUTH, HELLO AUTH);
+// authed false is RESET's return to the default user without a login.
+func (s *Session) logIn(u *acl.User, authed bool) {
+	s.user.Store(u)
+	s.authed = authed
+}
 
 // CloseAfterReply reports whether the connection must be closed once the
 // pending replies are written.

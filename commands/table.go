@@ -3,6 +3,8 @@ package commands
 import (
 	"sort"
 	"strings"
+
+	"github.com/rlserver/rlserver/acl"
 )
 
 // Flag is a property of a command that the dispatcher enforces or that
@@ -44,8 +46,15 @@ type Command struct {
 	// FirstKey, LastKey, Step locate key arguments (Redis convention;
 	// LastKey -1 means the last argument). Zero FirstKey: no keys.
 	FirstKey, LastKey, Step int
-	ACL                     []string // ACL categories, e.g. "@keyspace"
-	Group, Since, Summary   string   // COMMAND DOCS
+	// ACL are the command's ACL categories, e.g. "@keyspace", in Redis's
+	// order (acl.CategoryNames): Redis's own for its commands, which
+	// include those its flags imply (write, read, admin and dangerous,
+	// fast, else slow).
+	ACL []string
+	// Channels says which arguments are pub/sub channels, for the users'
+	// channel patterns.
+	Channels              acl.Channels
+	Group, Since, Summary string // COMMAND DOCS
 	// Clockless commands never look at the time: the dispatcher does not
 	// read the clock for them (Ctx.Now is 0).
 	Clockless bool
@@ -161,16 +170,20 @@ func (c *Command) writeInfo(w Writer) {
 	}
 }
 
-func (c *Command) writeKeySpec(w Writer) {
-	flags := c.KeySpecFlags
-	if flags == nil {
-		switch {
-		case c.Has(FlagWrite):
-			flags = []string{"RW", "access", "update"}
-		default:
-			flags = []string{"RO", "access"}
-		}
+// keySpecFlags are the flags of the command's key spec: KeySpecFlags,
+// or those of a write or a read.
+func (c *Command) keySpecFlags() []string {
+	switch {
+	case c.KeySpecFlags != nil:
+		return c.KeySpecFlags
+	case c.Has(FlagWrite):
+		return []string{"RW", "access", "update"}
 	}
+	return []string{"RO", "access"}
+}
+
+func (c *Command) writeKeySpec(w Writer) {
+	flags := c.keySpecFlags()
 	w.Map(3)
 	w.BulkString("flags")
 	w.Set(len(flags))
@@ -249,4 +262,41 @@ func (t Table) Find(n []byte) *Command {
 		return c
 	}
 	return Table(c.Sub).Lookup([]byte(sub))
+}
+
+// ACLCatalog is what the users' rules know of the table (package acl):
+// every command and subcommand by its Index, with its categories, key
+// positions and the access its key spec declares (access: read;
+// insert, update, delete: write), and its channels. It panics on a
+// category acl does not know, which a test of the table rules out.
+func (t Table) ACLCatalog() *acl.Catalog {
+	all := t.All()
+	cmds := make([]acl.Command, 0, len(all))
+	for _, c := range all {
+		ac := acl.Command{ID: c.Index, Name: c.Name, Parent: -1, NoAuth: c.Has(FlagNoAuth),
+			FirstKey: c.FirstKey, LastKey: c.LastKey, Step: c.Step, Channels: c.Channels}
+		for _, name := range c.ACL {
+			cat, ok := acl.ParseCategory(strings.TrimPrefix(name, "@"))
+			if !ok {
+				panic("commands: " + c.Name + ": unknown ACL category " + name)
+			}
+			ac.Categories |= cat
+		}
+		if parent, _, ok := strings.Cut(c.Name, "|"); ok {
+			ac.Parent = t[parent].Index
+		}
+		for _, s := range c.Sub {
+			ac.Subcommands = append(ac.Subcommands, s.Index)
+		}
+		for _, f := range c.keySpecFlags() {
+			switch f {
+			case "access":
+				ac.Keys |= acl.Read
+			case "insert", "update", "delete":
+				ac.Keys |= acl.Write
+			}
+		}
+		cmds = append(cmds, ac)
+	}
+	return acl.NewCatalog(cmds)
 }

@@ -246,12 +246,15 @@ func Rewrite(path string, ups []Update) error {
 		lines = append(lines, u.Line)
 		done[name] = true
 	}
-	return writeAtomic(path, []byte(strings.Join(lines, "\n")+"\n"))
+	return WriteAtomic(path, []byte(strings.Join(lines, "\n")+"\n"))
 }
 
-// writeAtomic replaces the file at path with data: a temporary file in the
-// same directory, synced, renamed over it, the directory synced.
-func writeAtomic(path string, data []byte) error {
+// WriteAtomic replaces the file at path with data, so that a reader finds
+// the old file or the new one, whole, even across a crash: a temporary
+// file in the same directory (with the old file's permissions, else
+// 0600), synced, renamed over it, the directory synced. CONFIG REWRITE
+// and ACL SAVE write their files with it.
+func WriteAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".rewrite-*")
 	if err != nil {

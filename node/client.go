@@ -59,22 +59,50 @@ func (c *Client) TakeHandoff() func(conn net.Conn, pending []byte) {
 	return h
 }
 
-// NewClient registers a connection; close closes it from another goroutine
-// (CLIENT KILL), and is set before the client is listed, so a kill never
-// finds a client it cannot close. It returns commands.ErrMaxClients to
-// refuse the connection when maxclients is reached.
+// NewClient registers a connection from addr ("ip:port") to laddr; close
+// closes it from another goroutine (CLIENT KILL), and is set before the
+// client is listed, so a kill never finds a client it cannot close. It
+// returns commands.ErrDenied to refuse a peer protected mode keeps out
+// (Protects), commands.ErrMaxClients when maxclients is reached.
 func (n *Node) NewClient(addr, laddr string, close func()) (*Client, error) {
+	if n.Protects(addr) {
+		n.stats.rejectedConns.Add(1)
+		return nil, commands.ErrDenied
+	}
 	n.clientsMu.Lock()
 	defer n.clientsMu.Unlock()
 	if max := n.maxClients.Load(); max > 0 && int64(len(n.clients)) >= max {
 		n.stats.rejectedConns.Add(1)
 		return nil, commands.ErrMaxClients
 	}
-	s := commands.NewSession(n.nextID.Add(1), addr, laddr, !n.PasswordRequired(), close)
+	s := commands.NewSession(n.nextID.Add(1), addr, laddr, n.defaultUser, !n.authRequired(), close)
 	c := &Client{Session: s, stripe: uint32(s.ID) % stripes, mark: clock.Mono()}
 	n.clients[s.ID] = c
 	n.stats.connections.Add(1)
 	return c, nil
+}
+
+// Protects reports whether protected mode refuses a connection from addr
+// ("ip:port"), as Redis 7.0's clientAcceptHandler does: protected mode is
+// on, the default user has no password, and the peer is not on the
+// loopback interface. An address that is not an IP (an in-process
+// client) is local.
+func (n *Node) Protects(addr string) bool {
+	if !n.protectedMode.Load() || n.PasswordRequired() {
+		return false
+	}
+	return !isLoopback(addr)
+}
+
+// isLoopback reports whether addr's host is a loopback IP, or not an IP
+// at all.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || ip.IsLoopback()
 }
 
 // RemoveClient unregisters a closed connection, and its subscriptions.
@@ -123,3 +151,53 @@ func (c *Client) Mark() { c.mark = clock.Mono() }
 // Idle is how long the client has been without a command (the idle
 // timeout's measure).
 func (c *Client) Idle() time.Duration { return c.Session.Idle() }
+
+// OutputOver reports whether a client with unread bytes of replies (ours
+// not yet sent and the socket's not yet acknowledged) must be closed by
+// the client output buffer limit, at now; over the soft limit it starts
+// (or keeps) the clock in *since, under it it stops it. A true answer is
+// counted (INFO stats) and logged: the connection closes.
+func (n *Node) OutputOver(c *Client, unread int64, since *time.Time, now time.Time) bool {
+	o := n.outputLimit.Load()
+	switch {
+	case o.Hard > 0 && unread > o.Hard:
+	case o.Soft > 0 && unread > o.Soft:
+		if since.IsZero() {
+			*since = now
+		}
+		if now.Sub(*since) < time.Duration(o.SoftSeconds)*time.Second {
+			return false
+		}
+	default:
+		*since = time.Time{}
+		return false
+	}
+	n.stats.outputDisconnects.Add(1)
+	n.log.Warn("client closed for overcoming its output buffer limit", "addr", c.Addr, "id", c.ID, "unread_bytes", unread, "limit", o.String())
+	return true
+}
+
+// OutputCheckAt is the size of a write from which the connection checks
+// what its socket holds unread against the output limit: a quarter of
+// the smaller limit set; 0 with none.
+func (n *Node) OutputCheckAt() int {
+	o := n.outputLimit.Load()
+	at := o.Hard
+	if o.Soft > 0 && (at == 0 || o.Soft < at) {
+		at = o.Soft
+	}
+	return int(at / 4)
+}
+
+// OutputSoftExpired reports whether a client over the soft limit since
+// since has been so for too long (the loop's once-a-second check of the
+// clients it cannot write to); like OutputOver it counts and logs.
+func (n *Node) OutputSoftExpired(c *Client, since time.Time, now time.Time) bool {
+	o := n.outputLimit.Load()
+	if since.IsZero() || o.Soft == 0 || now.Sub(since) < time.Duration(o.SoftSeconds)*time.Second {
+		return false
+	}
+	n.stats.outputDisconnects.Add(1)
+	n.log.Warn("client closed for overcoming its output buffer limit", "addr", c.Addr, "id", c.ID, "limit", o.String())
+	return true
+}

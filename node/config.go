@@ -37,8 +37,13 @@ type Config struct {
 	Dir          string
 	SaveInterval time.Duration // 0: memory only
 	RequirePass  string
-	MasterAuth   string
-	ReplicaOf    string // "host port" of the primary to follow, "" for none
+	// ProtectedModeOff is --protected-mode no: peers off the loopback
+	// interface are served even with no password.
+	ProtectedModeOff bool
+	// OutputLimit is --client-output-buffer-limit's normal class.
+	OutputLimit OutputLimit
+	MasterAuth  string
+	ReplicaOf   string // "host port" of the primary to follow, "" for none
 	// ReplicaPriority is what INFO replication's slave_priority shows
 	// (Sentinel promotes the lowest; 0 never). ReplicaAnnounceIP and
 	// ReplicaAnnouncePort, if set, are what a replica tells its primary
@@ -59,6 +64,10 @@ type Config struct {
 	// that differs from its default).
 	ConfigFile  string
 	CommandLine []configfile.Update
+	// ACLFile is the users' file (--aclfile): read at start and by ACL
+	// LOAD, written by ACL SAVE (docs/protocol.md, "Users and
+	// permissions"); "" for none.
+	ACLFile string
 	// ClockStartMs and PprofAddr are the flags of the same names, for
 	// CONFIG GET (the wiring uses them).
 	ClockStartMs int64
@@ -122,6 +131,10 @@ func (c Config) Validate() error {
 		return errors.New("--min-replicas-max-lag must not be negative")
 	case (c.ClusterConfig == "") != (c.ClusterNodeID == ""):
 		return errors.New("--cluster-config and --cluster-node-id must be given together")
+	case c.ACLFile != "" && c.RequirePass != "":
+		// Redis refuses users both in redis.conf and in an ACL file; here
+		// the default user's password is the setting that can clash.
+		return errors.New("--requirepass together with --aclfile is invalid: this setup is very likely to lead to configuration errors and security holes; give the default user's password in the ACL file (user default on >password ...) or use --requirepass, but not both")
 	case c.MetricsTopKeys < 0:
 		return errors.New("--metrics-top-keys must not be negative")
 	case c.SlowlogMaxLen < 0:
@@ -184,6 +197,36 @@ func ParseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("invalid size %q", v)
 	}
 	return n * mult, nil
+}
+
+// OutputLimit is Redis's client-output-buffer-limit for the normal class:
+// a client whose unread replies pass Hard bytes, or stay past Soft bytes
+// for SoftSeconds, is disconnected. 0 turns a limit off.
+type OutputLimit struct {
+	Hard, Soft  int64
+	SoftSeconds int
+}
+
+// String is the setting in Redis's syntax.
+func (o OutputLimit) String() string {
+	return fmt.Sprintf("normal %d %d %d", o.Hard, o.Soft, o.SoftSeconds)
+}
+
+// ParseOutputLimit parses --client-output-buffer-limit in Redis's syntax:
+// "normal <hard> <soft> <soft seconds>", sizes as ParseSize reads them.
+// rlserver has one class of clients: the normal one.
+func ParseOutputLimit(v string) (OutputLimit, error) {
+	f := strings.Fields(v)
+	if len(f) != 4 || !strings.EqualFold(f[0], "normal") {
+		return OutputLimit{}, fmt.Errorf("client-output-buffer-limit must be \"normal <hard> <soft> <soft seconds>\" (rlserver's clients are all of the normal class), got %q", v)
+	}
+	hard, err1 := ParseSize(f[1])
+	soft, err2 := ParseSize(f[2])
+	secs, err3 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil || err3 != nil || secs < 0 {
+		return OutputLimit{}, fmt.Errorf("client-output-buffer-limit: invalid value %q", v)
+	}
+	return OutputLimit{Hard: hard, Soft: soft, SoftSeconds: secs}, nil
 }
 
 // ParseLogLevel parses a --log-level value: debug, info, warn, error, and
@@ -285,12 +328,17 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "appendonly", Get: func() string { return "no" }},
 		{Name: "requirepass", Get: func() string { return *n.requirePass.Load() },
 			Set: func(v string) error {
+				if n.Config().ACLFile != "" {
+					return commands.ErrRequirePassACLFile
+				}
+				n.setRequirePass(v)
 				n.requirePass.Store(&v)
 				n.cfgMu.Lock()
 				n.cfg.RequirePass = v
 				n.cfgMu.Unlock()
 				return nil
 			}},
+		{Name: "aclfile", Get: str(func(c Config) string { return c.ACLFile })},
 		{Name: "masterauth", Get: str(func(c Config) string { return c.MasterAuth })},
 		{Name: "replicaof", Get: str(func(c Config) string { return c.ReplicaOf })},
 		{Name: "replica-priority", Get: str(func(c Config) string { return strconv.Itoa(c.ReplicaPriority) })},
@@ -334,6 +382,27 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "log-format", Get: str(func(c Config) string { return c.LogFormat })},
 		{Name: "metrics-addr", Get: str(func(c Config) string { return c.MetricsAddr })},
+		{Name: "client-output-buffer-limit", Get: func() string { return n.outputLimit.Load().String() },
+			Set: func(v string) error {
+				o, err := ParseOutputLimit(v)
+				if err != nil {
+					return err
+				}
+				n.outputLimit.Store(&o)
+				return nil
+			}},
+		{Name: "protected-mode", Get: func() string { return yesNo(n.protectedMode.Load()) },
+			Set: func(v string) error {
+				switch strings.ToLower(v) {
+				case "yes":
+					n.protectedMode.Store(true)
+				case "no":
+					n.protectedMode.Store(false)
+				default:
+					return errors.New("argument must be 'yes' or 'no'")
+				}
+				return nil
+			}},
 		{Name: "metrics-top-keys", Get: str(func(c Config) string { return strconv.Itoa(c.MetricsTopKeys) })},
 		{Name: "slowlog-log-slower-than", Get: func() string { return strconv.FormatInt(n.slow.threshold.Load(), 10) },
 			Set: func(v string) error {

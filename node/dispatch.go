@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
@@ -10,9 +11,10 @@ import (
 // the command name; args are valid only during the call.
 //
 // The dispatcher's checks, in order: the command exists, the client is
-// authenticated, the arity, key sizes, in cluster mode the keys' slot
-// (route), subscribed mode, MULTI's rules, writes refused on a read-only
-// node. Then it reads the clock once and runs the handler.
+// authenticated, the arity, key sizes, the user's permissions, in cluster
+// mode the keys' slot (route), subscribed mode, MULTI's rules, writes
+// refused on a read-only node. Then it reads the clock once and runs the
+// handler.
 func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 	if len(args) == 0 {
 		return
@@ -239,7 +241,9 @@ func (n *Node) commandNamed(c *Client, name []byte) *commands.Command {
 }
 
 // resolve finds the command (or subcommand) for args and applies the
-// checks every command gets: existence, authentication, arity, key size.
+// checks every command gets: existence, authentication, arity, key size,
+// permissions (inside EXEC with Redis's text for rules changed since the
+// command was queued).
 // It returns the command and, if refused, the error.
 func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Error) {
 	cmd := n.commandNamed(c, args[0])
@@ -249,14 +253,14 @@ func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Er
 	if cmd.Sub != nil && len(args) >= 2 {
 		sub := commands.Table(cmd.Sub).Lookup(args[1])
 		if sub == nil {
-			if !c.Authenticated() && !cmd.Has(commands.FlagNoAuth) {
+			if !c.Authenticated() && !cmd.Has(commands.FlagNoAuth) && n.authRequired() {
 				return cmd, commands.ErrNoAuth
 			}
 			return cmd, commands.ErrUnknownSubcommand(args[1], cmd.Name)
 		}
 		cmd = sub
 	}
-	if !c.Authenticated() && !cmd.Has(commands.FlagNoAuth) {
+	if !c.Authenticated() && !cmd.Has(commands.FlagNoAuth) && n.authRequired() {
 		return cmd, commands.ErrNoAuth
 	}
 	if !cmd.ArityOK(len(args)) {
@@ -271,6 +275,15 @@ func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Er
 	if tooLong {
 		c.CloseWhenReplied()
 		return cmd, commands.ErrKeyTooLong
+	}
+	// The user's permissions, where Redis checks them: after the login
+	// and the arity, before the cluster's routing. A user allowed
+	// everything (the default user, unless changed) costs two loads and
+	// a test.
+	if r := c.User().Rules(); !r.Unrestricted() {
+		if d, _ := r.Check(n.catalog.Command(cmd.Index), args); d != acl.Allowed {
+			return cmd, commands.ErrNoPerm(d, cmd.Name, c.inExec)
+		}
 	}
 	return cmd, ""
 }

@@ -186,6 +186,7 @@ func (n *Node) infoStats(f *infoFields, _ int64, _ engine.Store) {
 	// What a request could have waited behind the expiry sweep.
 	f.line("expire_longest_hold_us", st.expireHold.Load()/1000)
 	f.line("total_error_replies", d[nErrorReplies])
+	f.line("client_output_buffer_limit_disconnections", st.outputDisconnects.Load()) // where Redis 7.2 has it
 }
 
 func (n *Node) infoReplication(f *infoFields, _ int64, _ engine.Store) {

@@ -2,13 +2,13 @@ package node
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
@@ -37,9 +37,20 @@ type Node struct {
 	changed map[string]bool
 	cfg     Config
 
+	// requirePass is CONFIG GET requirepass: what set the default
+	// user's password last (--requirepass, CONFIG SET).
 	requirePass atomic.Pointer[string]
-	maxClients  atomic.Int64
-	timeout     atomic.Int64
+	// users are the users (users.go); defaultUser is the one every
+	// connection starts as, the same User however its rules change.
+	users       userSet
+	defaultUser *acl.User
+	catalog     *acl.Catalog
+	// protectedMode refuses peers off the loopback interface while the
+	// default user has no password (Protects).
+	protectedMode atomic.Bool
+	outputLimit   atomic.Pointer[OutputLimit]
+	maxClients    atomic.Int64
+	timeout       atomic.Int64
 	// readOnly, when set, is the error every write command gets (a
 	// replica's READONLY).
 	readOnly atomic.Pointer[commands.Error]
@@ -88,6 +99,9 @@ type LoadInfo struct {
 // those that change per command are striped (stats.go).
 type nodeStats struct {
 	connections, rejectedConns, expiredKeys atomic.Int64
+	// outputDisconnects counts clients closed for their unread replies
+	// (client-output-buffer-limit).
+	outputDisconnects atomic.Int64
 	// expireHold is the longest the expiry sweep has held a shard's lock
 	// at a time, in ns (engine.SweepStats.LongestHold).
 	expireHold atomic.Int64
@@ -130,7 +144,11 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 	}
 	pass := cfg.RequirePass
 	n.requirePass.Store(&pass)
+	n.initUsers(pass)
 	n.maxClients.Store(int64(cfg.MaxClients))
+	n.protectedMode.Store(!cfg.ProtectedModeOff)
+	ol := cfg.OutputLimit
+	n.outputLimit.Store(&ol)
 	n.slow.threshold.Store(cfg.SlowlogSlowerThan)
 	n.slow.maxLen.Store(int64(cfg.SlowlogMaxLen))
 	n.lat.threshold.Store(cfg.LatencyThreshold)
@@ -175,21 +193,10 @@ func (n *Node) RefuseWrites(err commands.Error) { n.readOnly.Store(&err) }
 // AcceptWrites undoes RefuseWrites.
 func (n *Node) AcceptWrites() { n.readOnly.Store(nil) }
 
-// PasswordRequired reports whether the default user has a password.
-func (n *Node) PasswordRequired() bool { return *n.requirePass.Load() != "" }
-
-// CheckPassword reports whether user/pass authenticate as the only user,
-// "default". With no requirepass, default accepts any password.
-func (n *Node) CheckPassword(user, pass []byte) bool {
-	if string(user) != "default" {
-		return false
-	}
-	want := *n.requirePass.Load()
-	if want == "" {
-		return true
-	}
-	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
-}
+// PasswordRequired reports whether the default user needs a password
+// (it is not nopass): what protected mode and AUTH's one-argument form
+// look at.
+func (n *Node) PasswordRequired() bool { return !n.defaultUser.Rules().NoPass() }
 
 // ShutdownRequested is closed when a client runs SHUTDOWN.
 func (n *Node) ShutdownRequested() <-chan struct{} { return n.shutdown }

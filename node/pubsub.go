@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/glob"
 )
 
 // pubsub is who subscribed to what: for each channel, and each pattern,
@@ -100,7 +101,7 @@ func (n *Node) Publish(s *commands.Session, w commands.Writer, channel, message 
 		count++
 	}
 	for pat, cs := range n.ps.patterns {
-		if !commands.GlobMatch([]byte(pat), channel) {
+		if !glob.Match([]byte(pat), channel, false) {
 			continue
 		}
 		for c := range cs {

@@ -65,8 +65,13 @@ type lconn struct {
 	// nothing is read until it comes (resume).
 	parked bool
 	gone   chan struct{} // closed when it closes while parked
-	mu     sync.Mutex
-	dead   bool // fd closed (guards kills from other goroutines)
+	// overSoft is when its unread replies went past the soft output
+	// limit (zero while under it); unchecked counts the bytes written
+	// since what the socket holds was last checked against it.
+	overSoft  time.Time
+	unchecked int
+	mu        sync.Mutex
+	dead      bool // fd closed (guards kills from other goroutines)
 }
 
 // pollSource is the Reader's input: one read per readiness event, so the
@@ -525,6 +530,12 @@ func (l *loop) write(lc *lconn) {
 		case syscall.EAGAIN:
 			lc.c.SetBuffers(lc.rd.Buffered(), len(b)-lc.out)
 			l.s.node.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
+			// The socket is full: what the client has not read is ours
+			// left to send and what the socket holds.
+			if unread := int64(len(b) - lc.out + sendQueued(lc.fd)); l.s.node.OutputOver(lc.c, unread, &lc.overSoft, time.Now()) {
+				l.close(lc)
+				return
+			}
 			if !lc.busy {
 				lc.busy = true
 				l.interest(lc, syscall.EPOLLOUT)
@@ -537,6 +548,19 @@ func (l *loop) write(lc *lconn) {
 	}
 	l.s.node.CountTraffic(lc.c, lc.rd.TakeCount(), sent)
 	lc.c.SetBuffers(lc.rd.Buffered(), 0)
+	// The socket took it all, but may hold it unread: every quarter of
+	// the limit written, what it holds is checked against the limit (a
+	// syscall, so not at every write).
+	lc.unchecked += sent
+	if at := l.s.node.OutputCheckAt(); at > 0 && lc.unchecked >= at {
+		lc.unchecked = 0
+		if l.s.node.OutputOver(lc.c, int64(sendQueued(lc.fd)), &lc.overSoft, time.Now()) {
+			l.close(lc)
+			return
+		}
+	} else {
+		lc.overSoft = time.Time{}
+	}
 	lc.w.Reset()
 	lc.out = 0
 	if lc.closing {
@@ -623,19 +647,23 @@ func (l *loop) close(lc *lconn) {
 	l.s.wg.Done()
 }
 
-// sweepIdle closes connections idle past the timeout (CONFIG SET
-// timeout), at most once a second.
+// sweepIdle closes, at most once a second, connections idle past the
+// timeout (CONFIG SET timeout) and those the loop cannot write to whose
+// unread replies stayed over the soft output limit too long.
 func (l *loop) sweepIdle() {
-	t := l.s.node.IdleTimeout()
-	if t <= 0 || time.Since(l.swept) < time.Second {
+	if time.Since(l.swept) < time.Second {
 		return
 	}
 	l.swept = time.Now()
+	t := l.s.node.IdleTimeout()
 	l.mu.Lock()
 	var idle []*lconn
 	for _, lc := range l.conns {
-		if lc.c.Idle() > t && !lc.busy {
+		switch {
+		case t > 0 && lc.c.Idle() > t && !lc.busy:
 			idle = append(idle, lc)
+		case lc.busy && l.s.node.OutputSoftExpired(lc.c, lc.overSoft, l.swept):
+			idle = append(idle, lc) // over the soft output limit too long
 		}
 	}
 	l.mu.Unlock()

@@ -107,3 +107,15 @@ func (c *rawConn) Write(p []byte) (int, error) {
 	}
 	return written, nil
 }
+
+// sendQueued is how many bytes the socket fd has queued but its peer has
+// not yet acknowledged (SIOCOUTQ): replies written but unread. 0 if it
+// cannot tell.
+func sendQueued(fd int) int {
+	var n int32
+	const siocoutq = 0x5411 // TIOCOUTQ
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), siocoutq, uintptr(unsafe.Pointer(&n))); e != 0 {
+		return 0
+	}
+	return int(n)
+}

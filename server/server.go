@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,6 +186,15 @@ func Start(opts Options) (*Server, error) {
 		snap.SetPosition(repl.Position)
 	}
 	nd = node.New(cfg, e, tl, node.Options{Logger: log, LogLevel: opts.LogLevel, Snapshotter: snap, Loaded: loaded, Replication: repl})
+	if cfg.ACLFile != "" { // the users, before any client (as Redis, a bad file stops the start)
+		if err := nd.LoadUsers(nil); err != nil {
+			ln.Close()
+			if store != nil {
+				store.Close()
+			}
+			return nil, fmt.Errorf("--aclfile: %s", strings.TrimPrefix(err.Error(), "ERR "))
+		}
+	}
 	if cfg.ClusterConfig != "" {
 		c, err := startCluster(cfg, log, repl, nd)
 		if err != nil {
@@ -219,7 +229,10 @@ func Start(opts Options) (*Server, error) {
 		// no other node of its shard took over while it was away.
 		if replica, host, port := clus.MapRole(); cfg.ReplicaOf == "" && replica {
 			repl.ReplicaOf(host, port)
-		} else if cfg.ReplicaOf == "" {
+			clus.Refresh()
+		} else if cfg.ReplicaOf != "" {
+			clus.Refresh()
+		} else {
 			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 			clus.Probe(pctx)
 			pcancel()

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math/bits"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -105,6 +106,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Dir, "dir", "./data", "data directory: Pebble snapshots of every limit and the clock mark")
 	fs.DurationVar(&cfg.SaveInterval, "save-interval", time.Second, "snapshot interval: changes since the last snapshot are written and synced; 0 = memory only")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
+	protected := fs.String("protected-mode", "yes", "yes: while the default user has no password, refuse clients off the loopback interface (Redis's -DENIED); no: serve them")
+	outLimit := fs.String("client-output-buffer-limit", "normal 0 0 0", "disconnect a client whose unread replies pass <hard> bytes, or stay past <soft> for <soft seconds>: \"normal <hard> <soft> <soft seconds>\" (Redis's syntax; 0 is no limit)")
+	fs.StringVar(&cfg.ACLFile, "aclfile", "", "users file in Redis's ACL file format (user <name> <rule> ...): read at start, ACL LOAD rereads it, ACL SAVE writes it; not with --requirepass")
 	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password this node gives its primary when it is a replica")
 	fs.StringVar(&cfg.ReplicaOf, "replicaof", "", `"host port" of a primary to follow as a replica (empty: start as a primary)`)
 	fs.IntVar(&cfg.ReplicaPriority, "replica-priority", 100, "INFO's slave_priority, for Redis Sentinel (lower is promoted first; 0 never)")
@@ -176,6 +180,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("--repl-backlog-size: %w", err)
 	}
 	cfg.ReplBacklogSize = size
+	if cfg.OutputLimit, err = node.ParseOutputLimit(*outLimit); err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	switch strings.ToLower(*protected) {
+	case "yes":
+	case "no":
+		cfg.ProtectedModeOff = true
+	default:
+		return fmt.Errorf("--protected-mode must be yes or no, got %q", *protected)
+	}
 	switch strings.ToLower(*coverage) {
 	case "yes":
 	case "no":
@@ -223,6 +237,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if !cfg.ProtectedModeOff && !srv.Node.PasswordRequired() && !isLoopbackBind(cfg.Bind) {
+		log.Warn("protected mode: no password is set, so clients off the loopback interface are refused with -DENIED; set --requirepass, or --protected-mode no behind a firewall", "bind", cfg.Bind)
+	}
 	persistence := "off"
 	if cfg.SaveInterval > 0 {
 		persistence = "every " + cfg.SaveInterval.String()
@@ -266,4 +283,18 @@ func checkDir(dir string) error {
 		return fmt.Errorf("--dir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// isLoopbackBind reports whether every address bind names is a loopback
+// one (then protected mode changes nothing).
+func isLoopbackBind(bind string) bool {
+	for _, a := range strings.Fields(bind) {
+		if a == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(strings.TrimPrefix(a, "-")); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }

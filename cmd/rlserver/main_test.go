@@ -76,6 +76,7 @@ func TestLaterFeaturesFailLoudly(t *testing.T) {
 		{[]string{"--clock", "sundial"}, `clock must be real or manual, got "sundial"`},
 		{[]string{"--tls-cert", "c.pem"}, "--tls-cert and --tls-key must be given together"},
 		{[]string{"--log-format", "xml"}, `--log-format must be text or json, got "xml"`},
+		{[]string{"--aclfile", "users.acl", "--requirepass", "x"}, "--requirepass together with --aclfile is invalid: this setup is very likely to lead to configuration errors and security holes; give the default user's password in the ACL file (user default on >password ...) or use --requirepass, but not both"},
 		{[]string{"--dir", "main.go"}, "--dir main.go: not a directory"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
 	} {

@@ -1,10 +1,17 @@
-package commands
+// Package glob is Redis's glob matching (its stringmatchlen), which KEYS,
+// SCAN MATCH, CONFIG GET, PSUBSCRIBE and the users' key and channel
+// patterns (package acl) share.
+//
+// This package imports nothing.
+package glob
 
-// globMatch is Redis's stringmatchlen: '*', '?', '[...]' with ranges and
-// '^' negation, '\' escapes. It is iterative for '*' runs to stay linear in
-// the common case and bounded in the worst (a nesting limit like Redis's).
-func globMatch(pattern, s []byte, nocase bool) bool {
-	return globMatchDepth(pattern, s, nocase, 0)
+// Match reports whether s matches pattern as Redis's stringmatchlen
+// does: '*', '?', '[...]' with ranges and '^' negation, '\' escapes; with
+// nocase, ASCII letters match either case. It is iterative for '*' runs to
+// stay linear in the common case and bounded in the worst (a nesting limit
+// like Redis's). It allocates nothing.
+func Match(pattern, s []byte, nocase bool) bool {
+	return matchDepth(pattern, s, nocase, 0)
 }
 
 func lower(c byte) byte {
@@ -14,7 +21,7 @@ func lower(c byte) byte {
 	return c
 }
 
-func globMatchDepth(p, s []byte, nocase bool, depth int) bool {
+func matchDepth(p, s []byte, nocase bool, depth int) bool {
 	if depth > 1000 {
 		return false
 	}
@@ -28,7 +35,7 @@ func globMatchDepth(p, s []byte, nocase bool, depth int) bool {
 				return true
 			}
 			for i := 0; i <= len(s); i++ {
-				if globMatchDepth(p[1:], s[i:], nocase, depth+1) {
+				if matchDepth(p[1:], s[i:], nocase, depth+1) {
 					return true
 				}
 			}
