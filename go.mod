@@ -10,6 +10,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/redcon v1.6.4
+	go.uber.org/goleak v1.3.0
 )
 
 require (

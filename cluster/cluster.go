@@ -671,18 +671,7 @@ func (c *Cluster) importFrom(ctx context.Context, addr string, slots *[Slots]boo
 
 // rangesOf lists a slot set as ranges.
 func rangesOf(slots *[Slots]bool) []Range {
-	var out []Range
-	for s, in := range slots {
-		if !in {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].End == s-1 {
-			out[n-1].End = s
-		} else {
-			out = append(out, Range{s, s})
-		}
-	}
-	return out
+	return rangesWhere(func(s int) bool { return slots[s] })
 }
 
 // ParseRanges parses "N" and "N-M" arguments into a slot set.

@@ -87,9 +87,14 @@ type Range struct{ Start, End int }
 
 // Ranges are the slot ranges shard sh owns, in slot order.
 func (m *Map) Ranges(sh int) []Range {
+	return rangesWhere(func(s int) bool { return int(m.owner[s]) == sh })
+}
+
+// rangesWhere lists the slots for which in is true as ranges, in order.
+func rangesWhere(in func(s int) bool) []Range {
 	var out []Range
-	for s := 0; s < Slots; s++ {
-		if int(m.owner[s]) != sh {
+	for s := range Slots {
+		if !in(s) {
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1].End == s-1 {

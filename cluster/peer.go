@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -105,7 +106,7 @@ func readReply(br *bufio.Reader, depth int) (any, error) {
 			return nil, nil
 		}
 		b := make([]byte, n+2)
-		if _, err := readFull(br, b); err != nil {
+		if _, err := io.ReadFull(br, b); err != nil {
 			return nil, err
 		}
 		return b[:n], nil
@@ -130,18 +131,6 @@ func readReply(br *bufio.Reader, depth int) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("cluster: unknown reply type %q", line[0])
-}
-
-func readFull(br *bufio.Reader, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		k, err := br.Read(b[n:])
-		n += k
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // PeerRole is what a node's ROLE said: a primary, or a replica with its

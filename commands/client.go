@@ -67,7 +67,7 @@ func clientLine(c, cur *Session) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	multi, flags := -1, "N"
-	if c.multi && c == cur {
+	if c == cur && c.multi { // another session's MULTI state is its own goroutine's: never read it
 		multi, flags = len(c.queue), "x"
 	}
 	sub, psub := c.Subscriptions()
@@ -289,8 +289,5 @@ func cmdClientHelp(x *Ctx) {
 		"ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID id ...]", "KILL <ip:port> | KILL <filter> <value> ...",
 		"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)", "HELP",
 	}
-	x.W.Array(len(lines))
-	for _, l := range lines {
-		x.W.Simple(l)
-	}
+	writeHelp(x, lines)
 }

@@ -334,8 +334,5 @@ func cmdClusterHelp(x *Ctx) {
 	if clusterOf(x) == nil {
 		return
 	}
-	x.W.Array(len(clusterHelp))
-	for _, l := range clusterHelp {
-		x.W.Simple(l)
-	}
+	writeHelp(x, clusterHelp)
 }

@@ -343,8 +343,5 @@ func cmdObjectHelp(x *Ctx) {
 		"    <key>.",
 		"HELP", "    Print this help.",
 	}
-	x.W.Array(len(lines))
-	for _, l := range lines {
-		x.W.Simple(l)
-	}
+	writeHelp(x, lines)
 }

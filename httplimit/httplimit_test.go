@@ -1,7 +1,6 @@
 package httplimit_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -130,8 +128,8 @@ func TestServerDownAndBack(t *testing.T) {
 	addr := s.Addr.String()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 20 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	var logged bytes.Buffer
-	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil))})
+	var logged rltest.SyncBuffer
+	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	closed := httplimit.New(httplimit.Options{Limiter: client.New(rdb), FailClosed: true})
 	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Slide, Limit: 5, Period: time.Minute}}
 	h, hc := open.Limit(rule, ok), closed.Limit(rule, ok)
@@ -191,16 +189,4 @@ func TestHungServerTimesOut(t *testing.T) {
 	// (go-redis would wait its 3 s ReadTimeout per request): a bound on
 	// behaviour, 20 times the three timeouts, not a speed measure.
 	require.Less(t, time.Since(start), 2*time.Second)
-}
-
-// syncWriter makes a writer safe for the middleware's goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

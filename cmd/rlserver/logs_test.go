@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,30 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lockedBuffer is a log destination a test reads while the server writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestJSONLogs: with --log-format json every line is one JSON object
 // with time (RFC 3339), level and msg, and the lifecycle events keep
 // their keys: start (addr, version, keys_loaded), a CONFIG REWRITE-free
 // run's stop; requests log nothing.
 func TestJSONLogs(t *testing.T) {
-	var logs lockedBuffer
+	var logs rltest.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -183,19 +183,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if cfg.OutputLimit, err = node.ParseOutputLimit(*outLimit); err != nil {
 		return fmt.Errorf("--%w", err)
 	}
-	switch strings.ToLower(*protected) {
-	case "yes":
-	case "no":
-		cfg.ProtectedModeOff = true
-	default:
-		return fmt.Errorf("--protected-mode must be yes or no, got %q", *protected)
-	}
-	switch strings.ToLower(*coverage) {
-	case "yes":
-	case "no":
-		cfg.ClusterPartialCoverage = true
-	default:
-		return fmt.Errorf("--cluster-require-full-coverage must be yes or no, got %q", *coverage)
+	for _, f := range []struct {
+		name, v string
+		no      *bool
+	}{{"protected-mode", *protected, &cfg.ProtectedModeOff}, {"cluster-require-full-coverage", *coverage, &cfg.ClusterPartialCoverage}} {
+		switch strings.ToLower(f.v) {
+		case "yes", "no":
+			*f.no = strings.EqualFold(f.v, "no")
+		default:
+			return fmt.Errorf("--%s must be yes or no, got %q", f.name, f.v)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -1,6 +1,10 @@
 package rltest
 
-import "strconv"
+import (
+	"bytes"
+	"strconv"
+	"sync"
+)
 
 // Argv is a command's arguments as the dispatcher takes them.
 func Argv(args ...string) [][]byte {
@@ -78,3 +82,23 @@ func (r *Recorder) Map(n int)           { r.count('%', int64(n)) }
 func (r *Recorder) Set(n int)           { r.count('~', int64(n)) }
 func (r *Recorder) Verbatim(s string)   { r.token('=', s) }
 func (r *Recorder) Push(n int)          { r.count('>', int64(n)) }
+
+// SyncBuffer is a log destination safe for the goroutines that write it
+// and the test that reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String is what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
