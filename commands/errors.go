@@ -62,7 +62,9 @@ const (
 	ErrTimeoutInt    Error = "ERR timeout is not an integer or out of range"
 	ErrMasterPort    Error = "ERR Invalid master port"
 	ErrNoConfigFile  Error = "ERR The server is running without a config file"
-	ErrSlowlogCount  Error = "ERR count should be greater than or equal to -1"
+	// ErrOOM refuses a new key over --maxmemory under noeviction.
+	ErrOOM          Error = "OOM command not allowed when used memory > 'maxmemory'."
+	ErrSlowlogCount Error = "ERR count should be greater than or equal to -1"
 	// ErrDenied is what a connection from another host gets in protected
 	// mode (protocol.md, "Connections and authentication"): Redis 7.0's
 	// text, typo included.
@@ -210,6 +212,8 @@ func errorReply(err error) string {
 		return string(e)
 	case errors.Is(err, engine.ErrWrongType):
 		return string(ErrWrongType)
+	case errors.Is(err, engine.ErrOOM):
+		return string(ErrOOM)
 	case errors.Is(err, engine.ErrZeroRate):
 		return string(ErrCellZeroRate)
 	case errors.Is(err, engine.ErrExpire):

@@ -161,7 +161,11 @@ func cmdSet(x *Ctx) {
 			return
 		}
 	}
-	written := x.Store.SetThrottle(x.Args[1], tat, expMs, keepTTL, cond, x.Now)
+	written, err := x.Store.SetThrottle(x.Args[1], tat, expMs, keepTTL, cond, x.Now)
+	if err != nil {
+		x.Error(err)
+		return
+	}
 	switch {
 	case get && hadOld:
 		x.W.BulkString(strconv.FormatUint(old, 10))

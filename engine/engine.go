@@ -17,6 +17,8 @@ type Engine struct {
 	// large: some shard's table has reached prefetchMinSlots since the
 	// engine started, so Prefetch is worth its work.
 	large atomic.Bool
+	// mem is the memory pressure the node reports (maxmemory.go).
+	mem pressure
 }
 
 // MaxShards bounds the shard count: a SCAN cursor holds a shard index above

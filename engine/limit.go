@@ -98,6 +98,12 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		}
 		var next held
 		next, r, write = a.decideRuns(p, cur, now, s.logBuf[:0])
+		if write && !ok {
+			var err error
+			if write, err = st.newKeyLocked(s, p.Cost == 0, now); err != nil {
+				return Result{}, err
+			}
+		}
 		if write = write && !st.dry; write {
 			s.putLocked(off, end, h, key, entry{kind: kind, w: next.w, deadline: next.deadline}, next.runs)
 			if cap(next.runs) <= 64<<10 { // keep the scratch unless a huge log grew it
@@ -107,7 +113,14 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	} else {
 		var next words
 		next, r = a.decide(p, e.w, now) // e is zero for a fresh key
-		if write = next != e.w && !st.dry; write {
+		write = next != e.w
+		if write && !ok {
+			var err error
+			if write, err = st.newKeyLocked(s, p.Cost == 0, now); err != nil {
+				return Result{}, err
+			}
+		}
+		if write = write && !st.dry; write {
 			s.putLocked(off, end, h, key, entry{kind: kind, w: next, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
 		}
 	}
@@ -118,4 +131,21 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		r.clampTo(e.deadline - now)
 	}
 	return r, nil
+}
+
+// newKeyLocked decides whether a call may store a key that does not exist
+// yet (maxmemory.go): it reports whether to write, or ErrOOM. A peek
+// stores nothing while the engine refuses new keys, and is answered all
+// the same.
+func (st Store) newKeyLocked(s *shard, peek bool, now int64) (bool, error) {
+	if st.dry {
+		return false, nil
+	}
+	if peek && st.full() {
+		return false, nil
+	}
+	if err := st.roomLocked(s, now); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -93,6 +93,11 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 		tat = throttleOf(cur.w).tat
 	}
 	d, err := g.Decide(tat, ok, now, q)
+	if d.Write && !ok && err == nil {
+		if d.Write, err = st.newKeyLocked(s, q == 0, now); err != nil {
+			return ThrottleResult{}, err
+		}
+	}
 	if d.Write && !st.dry {
 		e := entry{kind: KindThrottle, deadline: never}
 		if d.TTLMs >= 0 { // -1 and below: no expiry (§6.3)
@@ -141,15 +146,21 @@ const NoExpiry = math.MinInt64
 // value of any kind. expMs is Redis's absolute expiry in Unix ms (the key
 // lives while the ms clock is at most expMs), any int64 Redis accepts, or
 // NoExpiry; keepTTL keeps the key's current expiry instead. It reports
-// whether the value was written (NX/XX may refuse).
-func (st Store) SetThrottle(key []byte, tat uint64, expMs int64, keepTTL bool, cond SetCondition, now int64) bool {
+// whether the value was written (NX/XX may refuse); a new key while the
+// engine is full under noeviction is ErrOOM.
+func (st Store) SetThrottle(key []byte, tat uint64, expMs int64, keepTTL bool, cond SetCondition, now int64) (bool, error) {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
 	off, cur, end, ok := s.lookupLocked(h, key, now)
 	if (cond == SetIfMissing && ok) || (cond == SetIfExists && !ok) {
-		return false
+		return false, nil
+	}
+	if !ok {
+		if err := st.roomLocked(s, now); err != nil {
+			return false, err
+		}
 	}
 	e := entry{kind: KindThrottle, deadline: never}
 	switch {
@@ -163,7 +174,7 @@ func (st Store) SetThrottle(key []byte, tat uint64, expMs int64, keepTTL bool, c
 	}
 	e.w = throttleState{tat: tat, farMs: e.w.b}.words()
 	s.putLocked(off, end, h, key, e, nil)
-	return true
+	return true, nil
 }
 
 // redisExpiry is a CL.THROTTLE entry (state to fill in) expiring as Redis

@@ -30,7 +30,9 @@ func TestThrottleFarExpiry(t *testing.T) {
 			e := New(4)
 			st := e.Store()
 			key := []byte("k")
-			require.True(t, st.SetThrottle(key, 42, tc.expMs, false, SetAlways, now))
+			written, err := st.SetThrottle(key, 42, tc.expMs, false, SetAlways, now)
+			require.NoError(t, err)
+			require.True(t, written)
 			require.Equal(t, Life{Found: true, Ms: tc.expMs - nowMs}, st.Life(key, now))
 
 			var recs []Record
@@ -54,7 +56,9 @@ func TestThrottleFarExpiry(t *testing.T) {
 			require.Equal(t, uint64(42), tat)
 
 			// KEEPTTL keeps the expiry, far or not.
-			require.True(t, e2.Store().SetThrottle(key, 7, NoExpiry, true, SetAlways, now))
+			written, err = e2.Store().SetThrottle(key, 7, NoExpiry, true, SetAlways, now)
+			require.NoError(t, err)
+			require.True(t, written)
 			require.Equal(t, Life{Found: true, Ms: tc.expMs - nowMs}, e2.Store().Life(key, now))
 
 			// Alive up to the clock's last millisecond if Redis would keep it.

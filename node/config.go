@@ -40,6 +40,10 @@ type Config struct {
 	// ProtectedModeOff is --protected-mode no: peers off the loopback
 	// interface are served even with no password.
 	ProtectedModeOff bool
+	// MaxMemory (bytes, 0: none) and MaxMemoryPolicy are --maxmemory and
+	// --maxmemory-policy (maxmemory.go).
+	MaxMemory       int64
+	MaxMemoryPolicy engine.EvictPolicy
 	// OutputLimit is --client-output-buffer-limit's normal class.
 	OutputLimit OutputLimit
 	MasterAuth  string
@@ -382,6 +386,24 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "log-format", Get: str(func(c Config) string { return c.LogFormat })},
 		{Name: "metrics-addr", Get: str(func(c Config) string { return c.MetricsAddr })},
+		{Name: "maxmemory", Get: func() string { return strconv.FormatInt(n.maxMemory.Load(), 10) },
+			Set: func(v string) error {
+				b, err := ParseSize(v)
+				if err != nil {
+					return err
+				}
+				n.maxMemory.Store(b)
+				return nil
+			}},
+		{Name: "maxmemory-policy", Get: func() string { return policyName(n.engine.EvictPolicy()) },
+			Set: func(v string) error {
+				p, err := ParsePolicy(v)
+				if err != nil {
+					return err
+				}
+				n.engine.SetEvictPolicy(p)
+				return nil
+			}},
 		{Name: "client-output-buffer-limit", Get: func() string { return n.outputLimit.Load().String() },
 			Set: func(v string) error {
 				o, err := ParseOutputLimit(v)

@@ -136,6 +136,10 @@ func (n *Node) infoMemory(f *infoFields, _ int64, st engine.Store) {
 		goLimit = 0
 	}
 	f.line("go_memory_limit", goLimit)
+	mm := n.maxMemory.Load()
+	f.line("maxmemory", mm)
+	f.line("maxmemory_human", humanBytes(uint64(mm)))
+	f.line("maxmemory_policy", policyName(n.engine.EvictPolicy()))
 }
 
 func (n *Node) infoPersistence(f *infoFields, _ int64, _ engine.Store) {
@@ -183,6 +187,7 @@ func (n *Node) infoStats(f *infoFields, _ int64, _ engine.Store) {
 	f.line("sync_partial_ok", sync.PartialOK)
 	f.line("sync_partial_err", sync.PartialErr)
 	f.line("expired_keys", st.expiredKeys.Load())
+	f.line("evicted_keys", n.engine.Evicted())
 	// What a request could have waited behind the expiry sweep.
 	f.line("expire_longest_hold_us", st.expireHold.Load()/1000)
 	f.line("total_error_replies", d[nErrorReplies])

@@ -49,6 +49,7 @@ type Node struct {
 	// default user has no password (Protects).
 	protectedMode atomic.Bool
 	outputLimit   atomic.Pointer[OutputLimit]
+	maxMemory     atomic.Int64 // bytes; 0: none (maxmemory.go)
 	maxClients    atomic.Int64
 	timeout       atomic.Int64
 	// readOnly, when set, is the error every write command gets (a
@@ -149,6 +150,8 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 	n.protectedMode.Store(!cfg.ProtectedModeOff)
 	ol := cfg.OutputLimit
 	n.outputLimit.Store(&ol)
+	n.maxMemory.Store(cfg.MaxMemory)
+	e.SetEvictPolicy(cfg.MaxMemoryPolicy)
 	n.slow.threshold.Store(cfg.SlowlogSlowerThan)
 	n.slow.maxLen.Store(int64(cfg.SlowlogMaxLen))
 	n.lat.threshold.Store(cfg.LatencyThreshold)
@@ -267,6 +270,7 @@ func (n *Node) ResetStats() {
 	n.stats.expireHold.Store(0)
 	n.dispatch.reset()
 	n.resetObserved()
+	n.engine.ResetEvicted()
 	if n.repl != nil {
 		n.repl.ResetStats()
 	}

@@ -107,6 +107,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.SaveInterval, "save-interval", time.Second, "snapshot interval: changes since the last snapshot are written and synced; 0 = memory only")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
 	protected := fs.String("protected-mode", "yes", "yes: while the default user has no password, refuse clients off the loopback interface (Redis's -DENIED); no: serve them")
+	maxMemory := fs.String("maxmemory", "0", "memory limit (Redis's size syntax, 0: none): past it, new keys are refused (-OOM) or make room, per --maxmemory-policy")
+	policy := fs.String("maxmemory-policy", "noeviction", "past --maxmemory: noeviction refuses new keys (existing ones keep working), volatile-ttl evicts the keys nearest their reset")
 	outLimit := fs.String("client-output-buffer-limit", "normal 0 0 0", "disconnect a client whose unread replies pass <hard> bytes, or stay past <soft> for <soft seconds>: \"normal <hard> <soft> <soft seconds>\" (Redis's syntax; 0 is no limit)")
 	fs.StringVar(&cfg.ACLFile, "aclfile", "", "users file in Redis's ACL file format (user <name> <rule> ...): read at start, ACL LOAD rereads it, ACL SAVE writes it; not with --requirepass")
 	fs.StringVar(&cfg.MasterAuth, "masterauth", "", "password this node gives its primary when it is a replica")
@@ -180,6 +182,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("--repl-backlog-size: %w", err)
 	}
 	cfg.ReplBacklogSize = size
+	if cfg.MaxMemory, err = node.ParseSize(*maxMemory); err != nil {
+		return fmt.Errorf("--maxmemory: %w", err)
+	}
+	if cfg.MaxMemoryPolicy, err = node.ParsePolicy(*policy); err != nil {
+		return fmt.Errorf("--%w", err)
+	}
 	if cfg.OutputLimit, err = node.ParseOutputLimit(*outLimit); err != nil {
 		return fmt.Errorf("--%w", err)
 	}

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestNoEviction: a full engine under noeviction refuses new keys of
+// every kind with ErrOOM and changes nothing, lets existing keys go on,
+// answers peeks of missing keys without storing them, and takes new keys
+// again once no longer full.
+func TestNoEviction(t *testing.T) {
+	e := New(4)
+	st := e.Store()
+	now := int64(1_700_000_000) * int64(time.Second)
+	g, _ := NewGCRA(0, 1, 60)
+	if _, err := st.Throttle([]byte("old"), g, 1, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Limit(KindFixed, []byte("oldf"), Params{Limit: 5, Window: int64(time.Minute), Cost: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	e.SetFull(true)
+	for name, call := range map[string]func() error{
+		"CL.THROTTLE": func() error { _, err := st.Throttle([]byte("new"), g, 1, now); return err },
+		"RL.FIXED": func() error {
+			_, err := st.Limit(KindFixed, []byte("newf"), Params{Limit: 5, Window: int64(time.Minute), Cost: 1}, now)
+			return err
+		},
+		"RL.LOG": func() error {
+			_, err := st.Limit(KindLog, []byte("newl"), Params{Limit: 5, Window: int64(time.Minute), Cost: 1}, now)
+			return err
+		},
+		"SET": func() error { _, err := st.SetThrottle([]byte("news"), 1, NoExpiry, false, SetAlways, now); return err },
+	} {
+		if err := call(); !errors.Is(err, ErrOOM) {
+			t.Errorf("%s on a new key: %v, want ErrOOM", name, err)
+		}
+	}
+	if n := st.Len(); n != 2 {
+		t.Fatalf("%d keys after the refusals, want 2", n)
+	}
+	r, err := st.Throttle([]byte("old"), g, 1, now)
+	if err != nil || !r.Limited {
+		t.Errorf("an existing key: %+v, %v; want a decision (limited)", r, err)
+	}
+	if _, err := st.Limit(KindFixed, []byte("oldf"), Params{Limit: 5, Window: int64(time.Minute), Cost: 1}, now); err != nil {
+		t.Errorf("an existing RL.FIXED key: %v", err)
+	}
+	r, err = st.Throttle([]byte("peek"), g, 0, now)
+	if err != nil || r.Limited || r.Remaining != 1 {
+		t.Errorf("a peek of a missing key: %+v, %v; want a fresh answer", r, err)
+	}
+	if p, err := st.Limit(KindFixed, []byte("peekf"), Params{Limit: 5, Window: int64(time.Minute), Cost: 0}, now); err != nil || p.Remaining != 5 {
+		t.Errorf("an RL.FIXED peek of a missing key: %+v, %v", p, err)
+	}
+	if n := st.Len(); n != 2 {
+		t.Fatalf("%d keys after the peeks, want 2: peeks store nothing while full", n)
+	}
+	e.SetFull(false)
+	if _, err := st.Throttle([]byte("new"), g, 1, now); err != nil {
+		t.Errorf("no longer full: %v", err)
+	}
+}
+
+// TestVolatileTTL: a full engine under volatile-ttl makes room for each
+// new key by evicting, of a sample of the shard's keys, the one nearest
+// its reset; keys far from theirs stay.
+func TestVolatileTTL(t *testing.T) {
+	e := New(1)
+	e.SetEvictPolicy(VolatileTTL)
+	st := e.Store()
+	now := int64(1_700_000_000) * int64(time.Second)
+	// Ten keys resetting in 10 s, 20 s, ... 100 s (fewer than a sample).
+	for i := 1; i <= 10; i++ {
+		g, _ := NewGCRA(0, 1, int64(10*i))
+		if _, err := st.Throttle(fmt.Appendf(nil, "k%d", i), g, 1, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.SetFull(true)
+	g, _ := NewGCRA(0, 1, 3600)
+	for i := range 3 {
+		if _, err := st.Throttle(fmt.Appendf(nil, "new%d", i), g, 1, now); err != nil {
+			t.Fatalf("new key %d: %v", i, err)
+		}
+	}
+	if e.Evicted() != 3 || st.Len() != 10 {
+		t.Fatalf("evicted %d, keys %d; want 3 and 10", e.Evicted(), st.Len())
+	}
+	for i := 1; i <= 10; i++ {
+		_, found, _ := st.GetThrottle(fmt.Appendf(nil, "k%d", i), now)
+		if want := i > 3; found != want {
+			t.Errorf("k%d (reset in %d s) held: %v, want %v", i, 10*i, found, want)
+		}
+	}
+}
