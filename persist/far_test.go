@@ -25,7 +25,9 @@ func TestFarExpiriesSurviveAReload(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.Store().Throttle([]byte("ps"), g, 1, t0)
 	require.NoError(t, err)
-	require.True(t, e.Store().SetThrottle([]byte("m"), 1, math.MaxInt64, false, engine.SetAlways, t0))
+	written, err := e.Store().SetThrottle([]byte("m"), 1, math.MaxInt64, false, engine.SetAlways, t0)
+	require.NoError(t, err)
+	require.True(t, written)
 	e.Apply(engine.Record{Key: "old", Kind: engine.KindThrottle, Deadline: capped, A: 42}, t0)
 	want := map[string]engine.Life{
 		"ps":  {Found: true, Ms: 9223372036854},
