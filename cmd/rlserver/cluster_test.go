@@ -782,29 +782,6 @@ func startShardSentinel(t *testing.T, bin string, port int, primaries []*cnode) 
 
 // sentinelList parses SENTINEL REPLICAS/SENTINELS of a master: one map
 // per entry (sentinelEntries, for any master name).
-func sentinelList(ctx context.Context, c *redis.Client, what, master string) []map[string]string {
-	v, err := c.Do(ctx, "SENTINEL", what, master).Slice()
-	if err != nil {
-		return nil
-	}
-	var out []map[string]string
-	for _, e := range v {
-		m := map[string]string{}
-		switch e := e.(type) {
-		case []any:
-			for i := 0; i+1 < len(e); i += 2 {
-				m[fmt.Sprint(e[i])] = fmt.Sprint(e[i+1])
-			}
-		case map[any]any:
-			for k, v := range e {
-				m[fmt.Sprint(k)] = fmt.Sprint(v)
-			}
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // TestClusterSentinelFailover: three shards of a primary and a replica,
 // three Sentinels monitoring every shard. A ClusterClient (one seed)
 // exhausts keys of every shard (CL.THROTTLE k 15 1 3600: 16 admitted, then
@@ -863,7 +840,7 @@ func TestClusterSentinelFailover(t *testing.T) {
 		for i, s := range sentinels {
 			for k := range ps {
 				name := fmt.Sprintf("shard%d", k)
-				reps, others := sentinelList(ctx, s, "REPLICAS", name), sentinelList(ctx, s, "SENTINELS", name)
+				reps, others := sentinelEntries(t, s, "REPLICAS", name), sentinelEntries(t, s, "SENTINELS", name)
 				if len(reps) != 1 || reps[0]["port"] != rs[k].portStr() || reps[0]["flags"] != "slave" || len(others) != 2 {
 					return false, fmt.Sprintf("sentinel %d, %s: replicas %v, %d sentinels", i, name, reps, len(others))
 				}

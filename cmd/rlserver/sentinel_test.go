@@ -71,9 +71,9 @@ func startSentinel(t *testing.T, bin string, port int, primary string) string {
 }
 
 // sentinelEntries parses SENTINEL REPLICAS/SENTINELS: one map per entry.
-func sentinelEntries(t *testing.T, c *redis.Client, what string) []map[string]string {
+func sentinelEntries(t *testing.T, c *redis.Client, what, master string) []map[string]string {
 	t.Helper()
-	v, err := c.Do(context.Background(), "SENTINEL", what, "m").Slice()
+	v, err := c.Do(context.Background(), "SENTINEL", what, master).Slice()
 	if err != nil {
 		return nil
 	}
@@ -127,7 +127,7 @@ func TestSentinelFailover(t *testing.T) {
 	// the other two Sentinels.
 	rltest.WaitFor(t, 30*time.Second, "the Sentinels to see the replicas and each other", func() (bool, string) {
 		for i, s := range sentinels {
-			reps, others := sentinelEntries(t, s, "REPLICAS"), sentinelEntries(t, s, "SENTINELS")
+			reps, others := sentinelEntries(t, s, "REPLICAS", "m"), sentinelEntries(t, s, "SENTINELS", "m")
 			ports := map[string]bool{}
 			for _, r := range reps {
 				if r["flags"] != "slave" {
