@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"github.com/rlserver/rlserver/commands"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/node"
 )
 
@@ -223,16 +224,38 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 		}
 	}()
 	defer close(done)
-	flush := func() bool {
+	flushLocked := func() bool { // wmu held
 		if len(w.Bytes()) == 0 {
 			return true
 		}
-		wmu.Lock()
 		n, err := rw.Write(w.Bytes())
-		wmu.Unlock()
 		srv.CountTraffic(c, rd.TakeCount(), n)
 		w.Reset()
 		return err == nil
+	}
+	// held: the connection holds wmu from a SUBSCRIBE or PSUBSCRIBE to
+	// the end of its batch, so the message writer, waiting on wmu, sends
+	// what the new subscriptions bring after the batch's replies, as
+	// Redis (and the event loops) order them.
+	held := false
+	defer func() {
+		if held {
+			wmu.Unlock()
+		}
+	}()
+	flush := func() bool {
+		if held {
+			return flushLocked()
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		return flushLocked()
+	}
+	release := func() {
+		if held {
+			held = false
+			wmu.Unlock()
+		}
 	}
 	for {
 		waited := rd.Buffered() == 0 // Next may block for input: time the batch from its arrival
@@ -251,6 +274,10 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 			flush()
 			return nil, nil
 		}
+		if !held && subscribes(args[0]) {
+			wmu.Lock() // before the subscription exists
+			held = true
+		}
 		srv.Exec(c, args, w)
 		if h := c.TakeHandoff(); h != nil {
 			if !flush() {
@@ -262,6 +289,7 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 			if !flush() {
 				return nil, nil
 			}
+			release()
 			p(nil)(w) // only this goroutine waits; it ends with its timeout or the acks
 		}
 		if len(w.Bytes()) > lim.MaxOutput {
@@ -279,6 +307,16 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 			if !flush() {
 				return nil, nil
 			}
+			if rd.Buffered() == 0 {
+				release() // the batch's replies are out
+			}
 		}
 	}
+}
+
+// subscribes reports whether a command name is SUBSCRIBE or PSUBSCRIBE,
+// whose confirmation must reach the client before the messages it
+// subscribed to.
+func subscribes(name []byte) bool {
+	return strings.EqualFold(string(name), "subscribe") || strings.EqualFold(string(name), "psubscribe")
 }

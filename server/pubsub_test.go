@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,5 +164,49 @@ func TestSlowSubscriberIsDisconnected(t *testing.T) {
 			return last == "0", last
 		})
 		require.Equal(t, "+PONG", rltest.Dial(t, addr).Do("PING"))
+	}
+}
+
+// TestSubscribeConfirmedFirst: a subscriber gets the confirmation of its
+// SUBSCRIBE before any message published to the channel, however its
+// pipeline goes on and however busy the channel is, served by event
+// loops or by a goroutine per connection (TLS connections, other
+// platforms), as Redis orders them.
+func TestSubscribeConfirmedFirst(t *testing.T) {
+	for _, perConn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("goroutine per connection %v", perConn), func(t *testing.T) {
+			s := rltest.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
+			pub := rltest.Dial(t, s.Addr.String())
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() { // the channel stays busy throughout
+				defer close(done)
+				burst := bytes.Repeat(rltest.Encode("PUBLISH", "ch", "hello"), 100)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if pub.Write(burst) != nil {
+						return
+					}
+					for range 100 {
+						if _, err := pub.Read(); err != nil {
+							return
+						}
+					}
+				}
+			}()
+			defer func() { close(stop); <-done }()
+			pipeline := append(rltest.Encode("SUBSCRIBE", "ch"), bytes.Repeat(rltest.Encode("PING"), 2000)...)
+			for i := range 50 {
+				c := rltest.Dial(t, s.Addr.String())
+				c.Send(pipeline)
+				first, err := c.Read()
+				require.NoError(t, err)
+				require.Equal(t, `["subscribe" "ch" 1]`, first, "subscriber %d: the confirmation comes first", i)
+			}
+		})
 	}
 }
