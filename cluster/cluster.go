@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlserver/rlserver/clock"
 )
 
 // Verdict is what routing decides for a key's slot on this node.
@@ -309,6 +311,13 @@ func (c *Cluster) sourceAddrLocked(src source) string {
 	return src.addr
 }
 
+// Give's refusals; the wire texts are the commands package's.
+var (
+	ErrNotPrimary  = errors.New("cluster: this node is not a primary")
+	ErrUnknownNode = errors.New("cluster: unknown node")
+	ErrImporting   = errors.New("cluster: the slot is itself being imported here")
+)
+
 // ErrLowerEpoch refuses a map older than the loaded one.
 var ErrLowerEpoch = errors.New("cluster: the map's currentEpoch is lower than the loaded one's")
 
@@ -415,15 +424,15 @@ func (c *Cluster) Give(id string, slots *[Slots]bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.selfPrimaryLocked() {
-		return errors.New("ERR this node is not a primary")
+		return ErrNotPrimary
 	}
 	i := c.m.Index(id)
 	if i < 0 {
-		return fmt.Errorf("ERR unknown node %s", id)
+		return fmt.Errorf("%w %s", ErrUnknownNode, id)
 	}
 	for s, want := range slots {
 		if want && c.importing[s] {
-			return fmt.Errorf("TRYAGAIN slot %d is itself being imported here", s)
+			return fmt.Errorf("%w (slot %d)", ErrImporting, s)
 		}
 	}
 	addr := c.m.Nodes[i].Addr()
@@ -454,11 +463,7 @@ func (c *Cluster) Run(ctx context.Context) {
 // while away), follows that one. The server calls it before it serves.
 func (c *Cluster) Probe(ctx context.Context) {
 	peers := c.newPeers()
-	defer func() {
-		for _, p := range peers {
-			p.close()
-		}
-	}()
+	defer closePeers(peers)
 	c.pollOnce(ctx, peers)
 	c.mu.Lock()
 	me := c.o.Role()
@@ -491,6 +496,13 @@ func (c *Cluster) newPeers() map[string]*peer {
 		}
 	}
 	return out
+}
+
+// closePeers closes every connection of peers.
+func closePeers(peers map[string]*peer) {
+	for _, p := range peers {
+		p.close()
+	}
 }
 
 // pollOnce asks each peer its ROLE, all at once, and rebuilds the view.
@@ -530,11 +542,7 @@ func (c *Cluster) pollOnce(ctx context.Context, peers map[string]*peer) {
 
 func (c *Cluster) pollLoop(ctx context.Context) {
 	peers := c.newPeers()
-	defer func() {
-		for _, p := range peers {
-			p.close()
-		}
-	}()
+	defer func() { closePeers(peers) }() // the map may replace peers
 	t := time.NewTicker(c.o.PollInterval)
 	defer t.Stop()
 	last := time.Time{}
@@ -573,27 +581,24 @@ func (c *Cluster) pollLoop(ctx context.Context) {
 }
 
 // importLoop takes the importing slots from where their records are,
-// one source at a time, retrying every 200ms until it succeeds.
+// every 200ms until ctx ends (importPending).
 func (c *Cluster) importLoop(ctx context.Context) {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
+	clock.Every(ctx, 200*time.Millisecond, func() { c.importPending(ctx) })
+}
+
+// importPending takes the importing slots, one source at a time, until
+// none is left or a source fails (tried again next time).
+func (c *Cluster) importPending(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		addr, slots := c.nextImport()
+		if slots == nil {
 			return
-		case <-t.C:
 		}
-		for {
-			addr, slots := c.nextImport()
-			if slots == nil {
-				break
-			}
-			err := c.importFrom(ctx, addr, slots)
-			c.finishImport(slots, err == nil)
-			if err != nil {
-				c.log.Warn("cluster slot import failed; retrying", "from", addr, "err", err)
-				break
-			}
+		err := c.importFrom(ctx, addr, slots)
+		c.finishImport(slots, err == nil)
+		if err != nil {
+			c.log.Warn("cluster slot import failed; retrying", "from", addr, "err", err)
+			return
 		}
 	}
 }

@@ -8,7 +8,7 @@
 // current primary is learned by asking the shard's nodes for their ROLE;
 // a slot that moves is pulled by its new owner from its old one.
 //
-// It imports only the standard library: its own role, following a
-// primary and installing records pulled from another shard are the
-// node's, given as functions (Options).
+// It imports only the standard library and the clock package's loop:
+// its own role, following a primary and installing records pulled from
+// another shard are the node's, given as functions (Options).
 package cluster

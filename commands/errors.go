@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -94,6 +95,10 @@ const (
 	ErrTryAgain         Error = "TRYAGAIN Multiple keys request during rehashing of slot"
 	ErrInvalidSlot      Error = "ERR Invalid slot"
 	ErrInvalidSlotCount Error = "ERR Invalid slot or number of keys"
+	// CLUSTER HANDOFF's refusals: asked of a replica, or by a node the
+	// map does not know (an importing slot is TRYAGAIN).
+	ErrHandOffReplica Error = "ERR this node is not a primary"
+	ErrHandOffUnknown Error = "ERR unknown node"
 )
 
 // ErrMoved sends the client to the node at addr ("ip:port"), which serves
@@ -214,6 +219,12 @@ func errorReply(err error) string {
 		return string(ErrWrongType)
 	case errors.Is(err, engine.ErrOOM):
 		return string(ErrOOM)
+	case errors.Is(err, cluster.ErrNotPrimary):
+		return string(ErrHandOffReplica)
+	case errors.Is(err, cluster.ErrUnknownNode):
+		return string(ErrHandOffUnknown)
+	case errors.Is(err, cluster.ErrImporting):
+		return string(ErrTryAgain)
 	case errors.Is(err, engine.ErrZeroRate):
 		return string(ErrCellZeroRate)
 	case errors.Is(err, engine.ErrExpire):

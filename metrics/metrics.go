@@ -67,7 +67,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(cmd.Rejected), cmd.Name)
 		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(cmd.Failed), cmd.Name)
 		if cmd.Buckets != nil {
-			ch <- histogram(cmd, o.HistogramUpperNano)
+			ch <- histogram(cmd)
 		}
 	}
 	for k := range o.Decisions {
@@ -105,12 +105,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 // histogram turns a command's buckets into a Prometheus histogram: each
 // bound of boundsNs is a bucket edge of the node's, so every cumulative
 // count is exact; the sum is the command's total time.
-func histogram(cmd node.CommandObserved, upper func(int) int64) prometheus.Metric {
+func histogram(cmd node.CommandObserved) prometheus.Metric {
 	cum := make(map[float64]uint64, len(boundsNs))
 	var total uint64
 	bi := 0
 	for i, c := range cmd.Buckets {
-		for bi < len(boundsNs) && upper(i) > boundsNs[bi] {
+		for bi < len(boundsNs) && node.HistUpper(i) > boundsNs[bi] {
 			cum[float64(boundsNs[bi])/1e9] = total
 			bi++
 		}

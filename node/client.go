@@ -172,9 +172,14 @@ func (n *Node) OutputOver(c *Client, unread int64, since *time.Time, now time.Ti
 		*since = time.Time{}
 		return false
 	}
-	n.stats.outputDisconnects.Add(1)
-	n.log.Warn("client closed for overcoming its output buffer limit", "addr", c.Addr, "id", c.ID, "unread_bytes", unread, "limit", o.String())
+	n.outputClosed(c, o)
 	return true
+}
+
+// outputClosed counts and logs a client closed by the output limit o.
+func (n *Node) outputClosed(c *Client, o *OutputLimit) {
+	n.stats.outputDisconnects.Add(1)
+	n.log.Warn("client closed for overcoming its output buffer limit", "addr", c.Addr, "id", c.ID, "limit", o.String())
 }
 
 // OutputCheckAt is the size of a write from which the connection checks
@@ -197,7 +202,6 @@ func (n *Node) OutputSoftExpired(c *Client, since time.Time, now time.Time) bool
 	if since.IsZero() || o.Soft == 0 || now.Sub(since) < time.Duration(o.SoftSeconds)*time.Second {
 		return false
 	}
-	n.stats.outputDisconnects.Add(1)
-	n.log.Warn("client closed for overcoming its output buffer limit", "addr", c.Addr, "id", c.ID, "limit", o.String())
+	n.outputClosed(c, o)
 	return true
 }

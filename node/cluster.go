@@ -110,7 +110,7 @@ func (n *Node) ClusterHandOff(s *commands.Session, id string, slots *[cluster.Sl
 		return nil, commands.ErrClusterOff
 	}
 	if err := n.cluster.Give(id, slots); err != nil {
-		return nil, commands.Error(err.Error())
+		return nil, err
 	}
 	n.drain(s.ID)
 	now := n.clock.Now()

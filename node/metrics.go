@@ -21,16 +21,15 @@ type Observed struct {
 	Memory map[string]int64
 	// Snapshots: on at all; the last one's duration, the last good
 	// one's Unix time (s), failures since start.
-	Snapshots          bool
-	SnapshotDuration   time.Duration
-	LastSnapshotUnix   int64
-	SnapshotErrors     int64
-	ClockOffset        time.Duration
-	ReplOffset         int64
-	ReplLag            time.Duration // -1: a replica whose link is down
-	ConnectedReplicas  int
-	TopRejected        []commands.TopEntry
-	HistogramUpperNano func(bucket int) int64
+	Snapshots         bool
+	SnapshotDuration  time.Duration
+	LastSnapshotUnix  int64
+	SnapshotErrors    int64
+	ClockOffset       time.Duration
+	ReplOffset        int64
+	ReplLag           time.Duration // -1: a replica whose link is down
+	ConnectedReplicas int
+	TopRejected       []commands.TopEntry
 }
 
 // CommandObserved is one command's counts and latency histogram.
@@ -50,7 +49,7 @@ func ResultName(r int) string { return resultNames[r] }
 // Observe reads what the metrics endpoint exports; top is how many of
 // the most rejected keys to include.
 func (n *Node) Observe(top int) Observed {
-	o := Observed{Decisions: n.Decisions(), Clients: n.connectedClients(), HistogramUpperNano: HistUpper}
+	o := Observed{Decisions: n.Decisions(), Clients: n.connectedClients()}
 	st := n.engine.Store()
 	o.Keys = st.Kinds()
 	for _, c := range n.table.All() {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"math/bits"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,25 +198,10 @@ func (l *slowlog) add(c *Client, args [][]byte, d time.Duration) {
 	}
 }
 
-// fmtMore is Redis's note for what a slow log entry leaves out.
+// fmtMore is Redis's note for what a slow log entry leaves out: n more
+// "bytes" or "arguments".
 func fmtMore(n int, what string) string {
-	if what == "bytes" {
-		return "... (" + itoa(n) + " more bytes)"
-	}
-	return "... (" + itoa(n) + " more arguments)"
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
+	return "... (" + strconv.Itoa(n) + " more " + what + ")"
 }
 
 // Slowlog returns up to count entries, newest first (count < 0: all).

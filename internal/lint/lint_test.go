@@ -11,8 +11,8 @@ import (
 )
 
 // TestDependenciesPointOneWay: engine and clock import only the standard
-// library and internal/sat (and engine the clock), cluster and glob only
-// the standard library, acl only glob; persist never reaches
+// library and internal/sat (and engine the clock), cluster only the
+// clock, glob only the standard library, acl only glob; persist never reaches
 // the wire; nothing imports cmd/.
 func TestDependenciesPointOneWay(t *testing.T) {
 	deps := func(pkg string) []string {
@@ -28,7 +28,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		mod + "engine": {mod + "engine", mod + "clock", mod + "internal/sat"},
 		// cluster holds the map and the routing view; the node installs
 		// what it carries (Options.Import).
-		mod + "cluster": {mod + "cluster"},
+		mod + "cluster": {mod + "cluster", mod + "clock", mod + "internal/sat"},
 		// The users' rules are pure: the commands package describes the
 		// table to them, the node applies them.
 		mod + "acl":  {mod + "acl", mod + "glob"},
