@@ -172,14 +172,15 @@ func (n *Node) OutputOver(c *Client, unread int64, since *time.Time, now time.Ti
 		*since = time.Time{}
 		return false
 	}
-	n.outputClosed(c, o)
+	n.outputClosed(c, o, "unread_bytes", unread)
 	return true
 }
 
-// outputClosed counts and logs a client closed by the output limit o.
-func (n *Node) outputClosed(c *Client, o *OutputLimit) {
+// outputClosed counts and logs a client closed by the output limit o,
+// with what else the caller knows.
+func (n *Node) outputClosed(c *Client, o *OutputLimit, attrs ...any) {
 	n.stats.outputDisconnects.Add(1)
-	n.log.Warn("client closed for overcoming its output buffer limit", "addr", c.Addr, "id", c.ID, "limit", o.String())
+	n.log.Warn("client closed for overcoming its output buffer limit", append([]any{"addr", c.Addr, "id", c.ID, "limit", o.String()}, attrs...)...)
 }
 
 // OutputCheckAt is the size of a write from which the connection checks

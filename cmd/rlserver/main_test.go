@@ -175,3 +175,15 @@ func TestDebugClockNeedsManualClock(t *testing.T) {
 	require.GreaterOrEqual(t, us, before-int64(time.Second/time.Microsecond), "real clock TIME")
 	require.LessOrEqual(t, us, after+int64(time.Second/time.Microsecond), "real clock TIME")
 }
+
+// TestProtectedModeWarning: the start-up warning's condition at the
+// function level (tests bind loopback only): a bind address off the
+// loopback interface.
+func TestProtectedModeWarning(t *testing.T) {
+	for bind, loopback := range map[string]bool{
+		"127.0.0.1": true, "::1": true, "127.0.0.1 ::1": true, "localhost": true, "-::1": true,
+		"0.0.0.0": false, "10.0.0.5": false, "127.0.0.1 10.0.0.5": false, "::": false, "example.com": false,
+	} {
+		require.Equal(t, loopback, isLoopbackBind(bind), bind)
+	}
+}
