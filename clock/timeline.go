@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -24,20 +25,25 @@ type Own interface {
 // hour fast does not mint an hour of tokens, nor one an hour slow replay
 // an hour of windows.
 //
-// Readings never go back while the Timeline stays in one mode. Starting
-// to follow may move them back (a node that follows decides nothing; its
-// shards adopt the primary's time, engine.Engine.ResetTime). Safe for
-// concurrent use; on its own a reading costs one atomic load more than
-// the Own clock's.
+// Readings never go back, but at one point: the first Follow after Yield,
+// where the node starts following a primary (a node that follows decides
+// nothing; its shards adopt the primary's time, engine.Engine.ResetTime).
+// A node on its own clock that was not told to Yield refuses to follow:
+// a late frame from a former primary can never move a promoted node's
+// clock. With Invariants on, a reading that goes back anywhere else, or a
+// refused Follow, panics. Safe for concurrent use; on its own a reading
+// costs one atomic load more than the Own clock's.
 type Timeline struct {
 	own       Own
 	following atomic.Bool
+	given     atomic.Int64 // with Invariants: the latest reading given since the last Follow that started following
 
 	mu      sync.Mutex
 	off     int64 // primary - own reading, while following
 	last    int64 // the latest reading given while following
 	primary int64 // the primary's latest reading seen
 	floor   int64 // Promote never goes below it (the stored high-water mark)
+	yielded bool  // Yield was called since the last Promote: Follow may start following
 }
 
 // NewTimeline returns a Timeline on its own clock own, never promoted
@@ -51,18 +57,54 @@ func (t *Timeline) Own() Own { return t.own }
 
 // Now returns the reading, Unix ns.
 func (t *Timeline) Now() int64 {
-	if !t.following.Load() {
-		return t.own.Now()
+	var before int64
+	if Invariants {
+		before = t.given.Load()
 	}
-	return t.followNow(t.own.Now())
+	var now int64
+	if !t.following.Load() {
+		now = t.own.Now()
+	} else {
+		now = t.followNow(t.own.Now())
+	}
+	if Invariants {
+		t.check(before, now)
+	}
+	return now
 }
 
 // NowAt is Now at the monotonic reading m (Real.NowAt).
 func (t *Timeline) NowAt(m int64) int64 {
-	if !t.following.Load() {
-		return t.own.NowAt(m)
+	var before int64
+	if Invariants {
+		before = t.given.Load()
 	}
-	return t.followNow(t.own.NowAt(m))
+	var now int64
+	if !t.following.Load() {
+		now = t.own.NowAt(m)
+	} else {
+		now = t.followNow(t.own.NowAt(m))
+	}
+	if Invariants {
+		t.check(before, now)
+	}
+	return now
+}
+
+// check panics if now, a reading that began after before was given, is
+// earlier than before, then records now as given. A Follow that starts
+// following lowers given (the one point where readings may go back), so
+// a reading that raced with it is not held against it.
+func (t *Timeline) check(before, now int64) {
+	if now < before && t.given.Load() >= before {
+		panic(fmt.Sprintf("clock: invariant: the reading went back from %d to %d", before, now))
+	}
+	for {
+		g := t.given.Load()
+		if now <= g || t.given.CompareAndSwap(g, now) {
+			return
+		}
+	}
 }
 
 func (t *Timeline) followNow(own int64) int64 {
@@ -78,21 +120,39 @@ func (t *Timeline) followNow(own int64) int64 {
 // Following reports whether the Timeline follows a primary.
 func (t *Timeline) Following() bool { return t.following.Load() }
 
-// Follow sets the primary's latest reading p (Unix ns), just received.
-// The first call after Promote or NewTimeline starts following: the
-// reading becomes p, earlier or later than before. Later calls keep
-// readings from going back.
-func (t *Timeline) Follow(p int64) {
+// Yield tells the Timeline that the node now follows a primary: the next
+// Follow may start following, and so move readings back. Promote undoes
+// it. Following already, it changes nothing.
+func (t *Timeline) Yield() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	own := t.own.Now()
-	t.off = p - own
+	t.yielded = true
+}
+
+// Follow sets the primary's latest reading p (Unix ns), just received,
+// and reports whether it was taken. The first call after Yield starts
+// following: the reading becomes p, earlier or later than before. Later
+// calls keep readings from going back. On its own clock with no Yield
+// since NewTimeline or Promote, it changes nothing and reports false: the
+// caller is a link that should have stopped (with Invariants, it panics).
+func (t *Timeline) Follow(p int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if !t.following.Load() {
+		if !t.yielded {
+			if Invariants {
+				panic(fmt.Sprintf("clock: invariant: Follow(%d) on a timeline on its own clock, not told to Yield", p))
+			}
+			return false
+		}
 		t.last = p
+		t.given.Store(min(t.given.Load(), p))
 		t.following.Store(true)
 	}
+	t.off = p - t.own.Now()
 	t.primary = max(t.primary, p)
 	t.floor = max(t.floor, p)
+	return true
 }
 
 // Primary returns the primary's latest reading seen (0 if none).
@@ -109,6 +169,7 @@ func (t *Timeline) Primary() int64 {
 func (t *Timeline) Promote() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.yielded = false
 	if !t.following.Load() {
 		return t.own.Now()
 	}

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,8 @@ func TestTimelinePromotion(t *testing.T) {
 			require.False(t, tl.Following())
 
 			p := t0 + tc.primary
-			tl.Follow(p)
+			tl.Yield()
+			require.True(t, tl.Follow(p))
 			require.True(t, tl.Following())
 			require.Equal(t, p, tl.Now(), "following: the primary's reading, earlier or later than before")
 			f.advance(30e6)
@@ -62,6 +64,7 @@ func TestTimelinePromotion(t *testing.T) {
 func TestTimelineNeverBack(t *testing.T) {
 	m := NewManual(t0)
 	tl := NewTimeline(m, t0+hr)
+	tl.Yield()
 	tl.Follow(t0)
 	_, _ = m.Advance(50e6)
 	require.Equal(t, t0+50e6, tl.Now())
@@ -75,8 +78,61 @@ func TestTimelineNeverBack(t *testing.T) {
 	require.Equal(t, t0+hr, tl.Promote(), "promoting a clock on its own changes nothing")
 
 	// Following again after promotion starts from the new primary's time.
+	tl.Yield()
 	tl.Follow(t0 + 2*hr)
 	require.Equal(t, t0+2*hr, tl.Now())
 	_, _ = m.Advance(1e9)
 	require.Equal(t, t0+2*hr+1e9, tl.NowAt(0))
+}
+
+// TestTimelineRefusesUnyieldedFollow: a Timeline on its own clock, new or
+// promoted, takes no primary's reading until told to Yield: a late frame
+// of a former primary cannot walk a promoted node's clock back. With
+// Invariants on (go test -race) such a Follow is a bug and panics.
+func TestTimelineRefusesUnyieldedFollow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(tl *Timeline, m *Manual)
+	}{
+		{"new", func(*Timeline, *Manual) {}},
+		{"promoted", func(tl *Timeline, m *Manual) {
+			tl.Yield()
+			require.True(t, tl.Follow(t0))
+			_, _ = m.Advance(10e9)
+			tl.Promote()
+		}},
+		{"yielded, then promoted before any frame", func(tl *Timeline, _ *Manual) {
+			tl.Yield()
+			tl.Promote()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewManual(t0)
+			tl := NewTimeline(m, 0)
+			tc.setup(tl, m)
+			before := tl.Now()
+			stale := func() bool { return tl.Follow(before - 5e9) }
+			if Invariants {
+				require.PanicsWithValue(t, fmt.Sprintf("clock: invariant: Follow(%d) on a timeline on its own clock, not told to Yield", before-5e9), func() { stale() })
+			} else {
+				require.False(t, stale())
+			}
+			require.False(t, tl.Following())
+			require.Equal(t, before, tl.Now(), "a refused Follow changes nothing")
+		})
+	}
+}
+
+// TestTimelineInvariantCatchesWalkBack: with Invariants on, a reading
+// below one already given panics, wherever it comes from (here an Own
+// clock resumed backwards behind the Timeline's back).
+func TestTimelineInvariantCatchesWalkBack(t *testing.T) {
+	if !Invariants {
+		t.Skip("the invariant checks are compiled in with -race or -tags invariants")
+	}
+	m := NewManual(t0)
+	tl := NewTimeline(m, 0)
+	require.Equal(t, t0, tl.Now())
+	m.Resume(t0 - 1)
+	require.PanicsWithValue(t, fmt.Sprintf("clock: invariant: the reading went back from %d to %d", t0, t0-1), func() { tl.Now() })
 }

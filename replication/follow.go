@@ -219,7 +219,8 @@ func (u *upstream) session(ctx context.Context) error {
 
 // fullSync reads a full sync's frames and installs them: the keyspace is
 // flushed and refilled, the clock follows the primary's, and the stream
-// goes on from offset start with the primary's id.
+// goes on from offset start with the primary's id. Each frame is applied
+// under m.apply, and not at all once the link was stopped.
 func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string, start int64) error {
 	m := u.m
 	keys := 0
@@ -228,58 +229,85 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		if err != nil {
 			return err
 		}
-		m.mu.Lock()
-		u.syncRead += int64(len(raw))
-		m.mu.Unlock()
-		switch f.kind {
-		case frameSyncStart:
-			// The keyspace stops being the old history: a sync that
-			// fails from here is followed by a PSYNC ? -1, and a
-			// snapshot stores no position.
+		done := false
+		err = u.applying(ctx, func() error {
 			m.mu.Lock()
-			m.history = false
+			u.syncRead += int64(len(raw))
 			m.mu.Unlock()
-			if !keysFresh(m.e) {
-				m.e.Store().Flush()
+			switch f.kind {
+			case frameSyncStart:
+				// The keyspace stops being the old history: a sync that
+				// fails from here is followed by a PSYNC ? -1, and a
+				// snapshot stores no position.
+				m.mu.Lock()
+				m.history = false
+				m.mu.Unlock()
+				if !keysFresh(m.e) {
+					m.e.Store().Flush()
+				}
+				u.follow(f.now)
+			case frameRecords:
+				return f.records(func(r engine.Record) error {
+					m.e.Apply(r, f.now)
+					keys++
+					return nil
+				})
+			case frameSyncEnd:
+				u.follow(f.now)
+				m.mu.Lock()
+				defer m.mu.Unlock()
+				m.replid, m.replid2, m.second = replid, noReplID, -1
+				m.offset, m.history, m.lastState = start, true, start
+				m.bl = newBacklog(m.o.BacklogSize, start)
+				u.syncRead = 0
+				m.log.Info("full sync done", "host", u.host, "port", u.port, "keys", keys, "offset", start)
+				done = true
+			default:
+				return fmt.Errorf("%w: %q in a full sync", errFrame, f.kind)
 			}
-			u.follow(f.now)
-		case frameRecords:
-			if err := f.records(func(r engine.Record) error {
-				m.e.Apply(r, f.now)
-				keys++
-				return nil
-			}); err != nil {
-				return err
-			}
-		case frameSyncEnd:
-			u.follow(f.now)
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			m.replid, m.replid2, m.second = replid, noReplID, -1
-			m.offset, m.history, m.lastState = start, true, start
-			m.bl = newBacklog(m.o.BacklogSize, start)
-			u.syncRead = 0
-			m.log.Info("full sync done", "host", u.host, "port", u.port, "keys", keys, "offset", start)
 			return nil
-		default:
-			return fmt.Errorf("%w: %q in a full sync", errFrame, f.kind)
+		})
+		if err != nil || done {
+			return err
 		}
 	}
 }
+
+// applying runs fn, which applies one frame, under m.apply unless the
+// link was stopped (ctx ended): then it returns ctx's error and fn does
+// not run. Whoever stops the link holds m.apply meanwhile, so a frame
+// is applied either wholly before the stop or not at all.
+func (u *upstream) applying(ctx context.Context, fn func() error) error {
+	u.m.apply.Lock()
+	defer u.m.apply.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fn()
+}
+
+// Test hooks, nil outside tests. frameRead runs in the stream right
+// after a frame was read, before it is applied (the window in which the
+// link may be stopped); frameDone after the frame was applied, or
+// refused with err.
+var (
+	frameRead func(kind byte)
+	frameDone func(kind byte, err error)
+)
 
 // keysFresh reports whether the keyspace is empty (no flush needed).
 func keysFresh(e *engine.Engine) bool { return e.Store().Len() == 0 }
 
 // follow takes the primary's clock reading p: the first after being on its
-// own clock moves the node's time to the primary's, shards included.
+// own clock moves the node's time to the primary's, shards included. It
+// is called under m.apply by a link that was not stopped, so the
+// Timeline was told to Yield (ReplicaOf) and takes p.
 func (u *upstream) follow(p int64) {
 	m := u.m
 	if !m.clk.Following() {
-		m.clk.Follow(p)
-		m.e.ResetTime(m.clk.Now())
+		if m.clk.Follow(p) {
+			m.e.ResetTime(m.clk.Now())
+		}
 		return
 	}
 	m.clk.Follow(p)
@@ -324,32 +352,40 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 		if err != nil {
 			return err
 		}
-		u.follow(f.now)
-		switch f.kind {
-		case frameHeartbeat:
-		case frameFlush:
-			m.e.Store().Flush()
-		case frameRecords:
-			if err := f.records(func(r engine.Record) error {
-				m.e.Apply(r, f.now)
-				return nil
-			}); err != nil {
-				return err
+		if frameRead != nil {
+			frameRead(f.kind)
+		}
+		err = u.applying(ctx, func() error {
+			u.follow(f.now)
+			switch f.kind {
+			case frameHeartbeat:
+			case frameFlush:
+				m.e.Store().Flush()
+			case frameRecords:
+				if err := f.records(func(r engine.Record) error {
+					m.e.Apply(r, f.now)
+					return nil
+				}); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("%w: %q in the stream", errFrame, f.kind)
 			}
-		default:
-			return fmt.Errorf("%w: %q in the stream", errFrame, f.kind)
-		}
-		m.mu.Lock()
-		if ctx.Err() != nil {
+			m.mu.Lock()
+			m.appendLocked(raw)
+			if f.kind != frameHeartbeat {
+				m.lastState = m.offset
+			}
+			u.lastIO = time.Now()
 			m.mu.Unlock()
-			return ctx.Err()
+			return nil
+		})
+		if frameDone != nil {
+			frameDone(f.kind, err)
 		}
-		m.appendLocked(raw)
-		if f.kind != frameHeartbeat {
-			m.lastState = m.offset
+		if err != nil {
+			return err
 		}
-		u.lastIO = time.Now()
-		m.mu.Unlock()
 		if br.Buffered() == 0 || time.Since(lastAck) >= ackEvery {
 			if err := ack(); err != nil {
 				return err

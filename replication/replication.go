@@ -83,6 +83,16 @@ type Manager struct {
 	log  *slog.Logger
 	feed *engine.Feed
 
+	// apply is held by a replica's link goroutine while it applies one
+	// frame (the clock, the keyspace, the stream position), and by
+	// whatever ends that link before it changes the node's role
+	// (ReplicaOf, NoOne, Run's end). The link checks under it that it
+	// was not stopped, so once the link is stopped under apply, no
+	// frame of it is ever applied: a promoted node's clock and keys
+	// cannot be moved by its former primary. Lock order: apply, then
+	// mu. Nobody holds apply while waiting for a network read.
+	apply sync.Mutex
+
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when the stream grows, an ack arrives or a link closes
 	// replid is this node's replication id; replid2 and second the
@@ -175,10 +185,12 @@ func (m *Manager) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			m.apply.Lock()
 			m.mu.Lock()
 			if m.up != nil {
 				m.up.stop() // m.up stays: the final snapshot stores the position
 			}
+			m.apply.Unlock()
 			m.dropLinksLocked()
 			m.stopped = true
 			m.cond.Broadcast()
@@ -302,6 +314,8 @@ func (m *Manager) Follows(host string, port int) bool {
 // primary whether its history is a prefix of the new primary's; it
 // disconnects its replicas.
 func (m *Manager) ReplicaOf(host string, port int) (already bool) {
+	m.apply.Lock() // the old link, if any, applies nothing after this
+	defer m.apply.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.up != nil && m.up.host == host && m.up.port == port {
@@ -310,6 +324,7 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 	if m.up != nil {
 		m.up.stop()
 	} else {
+		m.clk.Yield() // the new primary's timeline may be behind ours
 		m.pumpLocked()
 		m.feed.Mute(true)
 		m.dropLinksLocked()
@@ -331,8 +346,11 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 // (so the other replicas of its former primary continue partially), and
 // its clock continues from its primary's timeline. Its own replicas are
 // disconnected and continue partially with the new id. On a primary it
-// changes nothing.
+// changes nothing. When it returns, no frame of the old link is applied
+// any more: the promoted clock and keys are the node's own.
 func (m *Manager) NoOne() {
+	m.apply.Lock() // waits for a frame being applied; the link applies no other
+	defer m.apply.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.up == nil {

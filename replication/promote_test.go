@@ -1,0 +1,169 @@
+package replication
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// t0 is the scripted primary's clock at the full sync, Unix ns.
+const t0 = int64(1_700_000_000_000_000_000)
+
+// scriptedPrimary accepts one replica on loopback, answers its handshake
+// as a primary does (PING, AUTH, REPLCONF, then +FULLRESYNC to PSYNC),
+// and returns the connection, positioned where the frames go.
+func scriptedPrimary(t *testing.T) (port int, accept func() net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().(*net.TCPAddr).Port, func() net.Conn {
+		t.Helper()
+		ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
+		conn, err := ln.Accept()
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		br := bufio.NewReader(conn)
+		for {
+			args, err := readCommand(br)
+			require.NoError(t, err)
+			switch strings.ToUpper(args[0]) {
+			case "PING":
+				conn.Write([]byte("+PONG\r\n"))
+			case "PSYNC":
+				conn.Write([]byte("+FULLRESYNC " + strings.Repeat("ab", 20) + " 0\r\n"))
+				return conn
+			default:
+				conn.Write([]byte("+OK\r\n"))
+			}
+		}
+	}
+}
+
+// fixedRecord is the record RL.FIXED key 10 1m leaves after one
+// admission at now, decided by an engine of its own.
+func fixedRecord(t *testing.T, key string, now int64) engine.Record {
+	t.Helper()
+	e := engine.New(1)
+	_, err := e.Store().Limit(engine.KindFixed, []byte(key), engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 1}, now)
+	require.NoError(t, err)
+	var rec engine.Record
+	e.Dump(now, func(r engine.Record) { rec = r })
+	require.Equal(t, key, rec.Key)
+	return rec
+}
+
+// records is what e holds at now, by key.
+func records(e *engine.Engine, now int64) map[string]engine.Record {
+	m := map[string]engine.Record{}
+	e.Dump(now, func(r engine.Record) { m[r.Key] = r })
+	return m
+}
+
+// TestStoppedLinkAppliesNothing reproduces the promotion race without
+// sleeping: the replica's link has read a frame from its primary and is
+// held (a hook) before applying it; the primary goes, and the replica is
+// promoted (REPLICAOF NO ONE) or switched to another primary (REPLICAOF
+// host port); the promoted node's clock moves and it decides; then the
+// held frame is released. The frame must be refused: the clock must not
+// go back to the old primary's reading and the key written after the
+// promotion must not be replaced. Before the fix the link applied it
+// (the clock walked back 9 s and the key was the old primary's).
+func TestStoppedLinkAppliesNothing(t *testing.T) {
+	for _, how := range []string{"promote", "switch"} {
+		t.Run(how, func(t *testing.T) {
+			own := clock.NewManual(t0 - int64(time.Hour)) // the replica's wall clock is an hour behind
+			clk := clock.NewTimeline(own, 0)
+			e := engine.New(4)
+			m := New(Options{Engine: e, Clock: clk})
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { m.Run(ctx); close(ran) }()
+			t.Cleanup(func() { cancel(); <-ran })
+
+			held, release := make(chan struct{}), make(chan struct{})
+			done := make(chan error, 1)
+			first := true
+			frameRead = func(kind byte) {
+				if kind == frameRecords && first {
+					first = false
+					close(held)
+					<-release
+				}
+			}
+			frameDone = func(kind byte, err error) {
+				if kind == frameRecords {
+					select {
+					case done <- err:
+					default:
+					}
+				}
+			}
+			t.Cleanup(func() { frameRead, frameDone = nil, nil })
+
+			port, accept := scriptedPrimary(t)
+			require.False(t, m.ReplicaOf("127.0.0.1", port))
+			conn := accept()
+			var fw frameWriter
+			fw.start = -1
+			fw.frame(frameSyncStart, t0)
+			fw.record(fixedRecord(t, "synced", t0), t0)
+			fw.close()
+			fw.frame(frameSyncEnd, t0)
+			late := fixedRecord(t, "k", t0+int64(time.Second))
+			fw.record(late, t0+int64(time.Second)) // decided after the sync, read but held
+			fw.close()
+			_, err := conn.Write(fw.buf)
+			require.NoError(t, err)
+
+			select {
+			case <-held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the replica never read the records frame")
+			}
+			require.Equal(t, t0, clk.Now(), "the replica follows the primary's timeline")
+			conn.Close() // the primary goes, its frame in flight
+
+			switch how {
+			case "promote":
+				m.NoOne()
+				require.False(t, clk.Following())
+				require.Equal(t, t0, clk.Now(), "promoted at the primary's last reading applied")
+				_, err := own.Advance(int64(10 * time.Second))
+				require.NoError(t, err)
+				ours := clk.Now()
+				_, err = e.Store().Limit(engine.KindFixed, []byte("k"), engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 3}, ours)
+				require.NoError(t, err)
+			case "switch":
+				other, _ := scriptedPrimary(t) // never answers past accept: the new link waits in its handshake
+				require.False(t, m.ReplicaOf("127.0.0.1", other))
+			}
+			before := records(e, clk.Now())
+			now := clk.Now()
+
+			close(release)
+			select {
+			case err := <-done:
+				require.True(t, errors.Is(err, context.Canceled), "the held frame was applied (err %v)", err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the held frame never finished")
+			}
+			require.Equal(t, now, clk.Now(), "the clock moved after the link was stopped")
+			require.Equal(t, before, records(e, now), "the keyspace changed after the link was stopped")
+			if how == "promote" {
+				require.NotEqual(t, late, before["k"], "k holds the promoted node's own decision")
+			} else {
+				require.NotContains(t, before, "k")
+			}
+			require.Contains(t, before, "synced")
+		})
+	}
+}
