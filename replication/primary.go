@@ -120,12 +120,19 @@ func (m *Manager) queueLocked(p []byte) {
 
 // attach decides the replica's sync and registers the link: the reply
 // line, and for a full sync the snapshot frames. The snapshot is taken
-// under m.mu, so the pump waits: every record streamed after the offset
-// it names was read from the engine after the snapshot.
+// under m.serial and m.apply, so neither the pump nor a primary's frame
+// moves the offset meanwhile: the changes so far are pumped first, and
+// a key written while the snapshot is read is in the stream after the
+// offset it names (perhaps in the snapshot too: records are absolute,
+// applying one twice is harmless).
 func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) {
+	m.apply.Lock()
+	defer m.apply.Unlock()
+	m.serial.Lock()
+	defer m.serial.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.up != nil && !m.up.synced() {
+		m.mu.Unlock()
 		return "", nil, errNoMasterLink
 	}
 	partial := m.bl != nil && s.ReplID != "?" &&
@@ -138,16 +145,20 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 		l.online, l.ack, l.ackAt = true, s.Offset-1, time.Now()
 		m.addLinkLocked(l)
 		m.log.Info("replica continues", "addr", l.conn.RemoteAddr(), "offset", s.Offset)
+		m.mu.Unlock()
 		return "+CONTINUE " + m.replid + "\r\n", nil, nil
 	}
 	if s.ReplID != "?" {
 		m.syncPartialErr.Add(1)
 	}
 	m.syncFull.Add(1)
-	if m.up == nil {
-		m.pumpLocked() // the changes so far go to the stream of the replicas already linked
-	}
+	primary := m.up == nil
 	m.ensureBacklogLocked()
+	m.mu.Unlock()
+	if primary {
+		m.feed.Mute(false)
+		m.pump(false) // the changes so far go to the stream of the replicas already linked
+	}
 	var fw frameWriter
 	fw.start = -1
 	now := m.clk.Now()
@@ -159,6 +170,8 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 	})
 	fw.close()
 	fw.frame(frameSyncEnd, now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.addLinkLocked(l)
 	m.log.Info("replica full sync", "addr", l.conn.RemoteAddr(), "keys", keys, "bytes", len(fw.buf), "offset", m.offset)
 	return "+FULLRESYNC " + m.replid + " " + strconv.FormatInt(m.offset, 10) + "\r\n", fw.buf, nil

@@ -93,6 +93,20 @@ type Manager struct {
 	// mu. Nobody holds apply while waiting for a network read.
 	apply sync.Mutex
 
+	// serial is held by whatever reads the engine into the stream or
+	// changes what the feed listens to: the pump, a full sync's
+	// snapshot, role changes. Its fields (body, bounds, fw) are the
+	// pump's buffers.
+	//
+	// Lock order: apply, serial, the engine's shard locks, mu. mu is a
+	// leaf: nothing holding it takes a shard lock, because commands
+	// running under every shard's lock (EXEC) call into the Manager
+	// (WAIT, INFO, ROLE) and take mu.
+	serial sync.Mutex
+	fw     frameWriter
+	body   []byte // the pump's encoded changes (take), and where each ends
+	bounds []int
+
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when the stream grows, an ack arrives or a link closes
 	// replid is this node's replication id; replid2 and second the
@@ -108,10 +122,7 @@ type Manager struct {
 	// state (records, flush, the end of a full sync): what follows it
 	// is heartbeats only.
 	lastState int64
-	bl        *backlog // nil until a replica attaches or the node follows
-	fw        frameWriter
-	body      []byte // the pump's encoded changes (take), and where each ends
-	bounds    []int
+	bl        *backlog  // nil until a replica attaches or the node follows
 	last      time.Time // when the last frame was written
 	links     []*link   // in the order they attached
 	up        *upstream // non-nil while a replica
@@ -146,7 +157,7 @@ func New(o Options) *Manager {
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)
 	m.fw.start = -1
-	m.feed.Mute(true) // until there is a backlog (ensureBacklogLocked)
+	m.feed.Mute(true) // until a replica attaches (attach)
 	if r := o.Resume; r != nil {
 		m.replid, m.offset, m.history, m.lastState = r.ReplID, r.Offset, true, r.Offset
 	}
@@ -186,7 +197,7 @@ func (m *Manager) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			m.apply.Lock()
-			m.mu.Lock()
+			m.mu.Lock() // nothing here takes a shard lock: serial is not needed
 			if m.up != nil {
 				m.up.stop() // m.up stays: the final snapshot stores the position
 			}
@@ -198,12 +209,14 @@ func (m *Manager) Run(ctx context.Context) {
 			return
 		case <-m.kick:
 			m.kicked.Store(false)
-			m.mu.Lock()
-			m.pumpLocked()
-			m.mu.Unlock()
+			m.serial.Lock()
+			m.pump(false)
+			m.serial.Unlock()
 		case <-t.C:
+			m.serial.Lock()
+			m.pump(false)
+			m.serial.Unlock()
 			m.mu.Lock()
-			m.pumpLocked()
 			if time.Since(m.lastCheck) >= goodEvery {
 				m.setWritesLocked()
 			}
@@ -212,18 +225,18 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// pumpLocked moves the engine's changes since the last pump into the
-// stream: a flush if the keyspace was flushed, then the records, all
-// tagged with the clock read after the changes were taken; a heartbeat
-// when nothing changed for heartbeatEvery. A replica drops them: its
-// stream is its primary's. m.mu must be held.
-func (m *Manager) pumpLocked() { m.pump(false) }
-
-// pump is pumpLocked; beat sends a heartbeat even if one was just sent,
-// when nothing else carries the clock (WAIT: the replicas then have this
-// node's time too).
+// pump moves the engine's changes since the last pump into the stream:
+// a flush if the keyspace was flushed, then the records, all tagged with
+// the clock read after the changes were taken; a heartbeat when nothing
+// changed for heartbeatEvery, or now if beat (WAIT: the replicas then
+// have this node's time too, when nothing else carries it). A replica
+// pumps nothing: its stream is its primary's. m.serial must be held, and
+// m.mu not: the feed is read under shard locks, and mu taken after.
 func (m *Manager) pump(beat bool) {
-	if m.up != nil || m.bl == nil {
+	m.mu.Lock()
+	idle := m.up != nil || m.bl == nil // role and backlog change only under serial
+	m.mu.Unlock()
+	if idle {
 		return // the feed is muted: a replica's stream is its primary's, and without a backlog there is no stream
 	}
 	// The changes are encoded as they are read, each shard locked
@@ -231,6 +244,8 @@ func (m *Manager) pump(beat bool) {
 	// after, are built next.
 	m.body, m.bounds = m.body[:0], m.bounds[:0]
 	flushed := m.feed.NextEach(m.take)
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if len(m.bounds) == 0 && !flushed && (len(m.links) == 0 || (!beat && time.Since(m.last) < heartbeatEvery)) {
 		return // heartbeats are for replicas: without any the stream stays put
 	}
@@ -252,7 +267,7 @@ func (m *Manager) pump(beat bool) {
 	}
 }
 
-// take encodes one change into m.body (Feed.NextEach). m.mu is held.
+// take encodes one change into m.body (Feed.NextEach). m.serial is held.
 func (m *Manager) take(key []byte, r *engine.Record) {
 	m.body = appendEntry(m.body, key, r)
 	m.bounds = append(m.bounds, len(m.body))
@@ -269,14 +284,12 @@ func (m *Manager) appendLocked(p []byte) {
 }
 
 // ensureBacklogLocked makes the backlog, starting at the current offset,
-// if there is none. A primary's feed is muted until then: it pays for
-// replication only once a replica attached.
+// if there is none. (A primary's feed stays muted until a replica
+// attaches: it pays for replication only then; the caller unmutes it,
+// outside m.mu.) m.mu must be held.
 func (m *Manager) ensureBacklogLocked() {
 	if m.bl == nil {
 		m.bl = newBacklog(m.o.BacklogSize, m.offset)
-		if m.up == nil {
-			m.feed.Mute(false)
-		}
 	}
 }
 
@@ -316,17 +329,24 @@ func (m *Manager) Follows(host string, port int) bool {
 func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 	m.apply.Lock() // the old link, if any, applies nothing after this
 	defer m.apply.Unlock()
+	m.serial.Lock()
+	defer m.serial.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.up != nil && m.up.host == host && m.up.port == port {
+	up := m.up
+	m.mu.Unlock()
+	if up != nil && up.host == host && up.port == port {
 		return true
 	}
+	if up == nil {
+		m.pump(false)
+		m.feed.Mute(true)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.up != nil {
 		m.up.stop()
 	} else {
 		m.clk.Yield() // the new primary's timeline may be behind ours
-		m.pumpLocked()
-		m.feed.Mute(true)
 		m.dropLinksLocked()
 		m.setWritesLocked()
 		// Heartbeats after the last change decide nothing, and the new
@@ -351,22 +371,29 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 func (m *Manager) NoOne() {
 	m.apply.Lock() // waits for a frame being applied; the link applies no other
 	defer m.apply.Unlock()
+	m.serial.Lock()
+	defer m.serial.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.up == nil {
+		m.mu.Unlock()
 		return
 	}
 	m.up.stop()
 	m.up = nil
 	m.shiftIDLocked()
 	m.ensureBacklogLocked()
-	m.feed.Mute(false)
 	// As Redis: its own replicas reconnect, and learn the new id from
 	// +CONTINUE; kept on, they would ask later with the old id past
 	// second_repl_offset and need a full sync.
 	m.dropLinksLocked()
 	now := m.clk.Promote()
+	m.mu.Unlock()
+	// Shard locks, so outside mu. Writes are still refused (the node
+	// is told below), so nothing decides before the shards' time moves.
 	m.e.ResetTime(now)
+	m.feed.Mute(false)
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.setWritesLocked()
 	m.log.Info("promoted to primary", "replid", m.replid, "replid2", m.replid2, "offset", m.offset, "clock", now)
 }
@@ -415,13 +442,15 @@ func (m *Manager) KillPrimary() int {
 // later blocks until n have, timeout passes (0: no limit), gone closes
 // (the client went) or the Manager stops, and returns how many have.
 func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int, later func(gone <-chan struct{}) int) {
+	if block && wrote && m.linked.Load() {
+		m.serial.Lock()
+		m.pump(true)
+		m.serial.Unlock()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !wrote || len(m.links) == 0 {
 		return m.countLocked(online), nil
-	}
-	if block {
-		m.pump(true)
 	}
 	target := m.offset
 	if k := m.ackedLocked(target); k >= n || !block {

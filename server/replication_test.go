@@ -484,3 +484,46 @@ func TestWaitBlocksOnlyItsClient(t *testing.T) {
 
 	require.Equal(t, "+PONG", others[0].Do("PING"))
 }
+
+// TestWaitInsideExecWhileThePumpRuns: WAIT, ROLE and INFO queued in a
+// transaction run while EXEC holds every shard, as the pump (which reads
+// the shards' changes) runs beside it on a primary with a replica.
+// Neither may wait for the other: 300 transactions pipelined while
+// another client writes all answer. (Before the replication lock order
+// was fixed, about one run in four hung here for good.)
+func TestWaitInsideExecWhileThePumpRuns(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	follow(t, r, p)
+	writer := rltest.Dial(t, p.s.Addr.String())
+	stop := make(chan struct{})
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := writer.Write(rltest.Encode("RL.FIXED", "w"+strconv.Itoa(i%64), "1000000", "1m")); err != nil {
+				t.Errorf("write: %v", err)
+				return
+			}
+			if got, err := writer.Read(); err != nil || !strings.HasPrefix(got, "[0 ") {
+				t.Errorf("RL.FIXED: %s %v", got, err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-wrote }()
+	var cmds [][]string
+	for i := range 300 {
+		k := "x" + strconv.Itoa(i%32)
+		cmds = append(cmds, []string{"MULTI"}, []string{"RL.FIXED", k, "1000000", "1m"}, []string{"WAIT", "1", "0"},
+			[]string{"ROLE"}, []string{"INFO", "replication"}, []string{"EXEC"})
+	}
+	replies := rltest.Pipeline(t, p.c, cmds)
+	for i := 5; i < len(replies); i += 6 {
+		require.Regexp(t, `^\[\[0 1000000 \d+ -1 \d+\] [01] \["master" .*connected_slaves:1`, replies[i])
+	}
+}
