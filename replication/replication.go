@@ -434,13 +434,15 @@ func (m *Manager) KillPrimary() int {
 	return m.up.cut()
 }
 
-// Wait is WAIT: how many replicas have acknowledged the stream up to what
-// the engine holds now, and this node's clock reading. When n of them
-// have already, or the caller made no write (wrote false: the replicas
-// online count), or it may not block (inside EXEC: no pump either, the
-// shards being locked), the answer is now and later is nil. Otherwise
-// later blocks until n have, timeout passes (0: no limit), gone closes
-// (the client went) or the Manager stops, and returns how many have.
+// Wait is WAIT: how many online replicas have acknowledged the stream up
+// to what the engine holds now (wrote: the caller made a write), or how
+// many are online (it made none), as Redis 7.0's waitCommand counts them.
+// When n of them have already, or it may not block (inside EXEC, whose
+// shards are locked: no pump either), the answer is now and later is
+// nil. Otherwise later blocks until n have, timeout passes (0: no
+// limit), gone closes (the client went) or the Manager stops, and
+// returns how many have: as Redis, a WAIT for more replicas than exist
+// waits out its timeout.
 func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int, later func(gone <-chan struct{}) int) {
 	if block && wrote && m.linked.Load() {
 		m.serial.Lock()
@@ -449,19 +451,19 @@ func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !wrote || len(m.links) == 0 {
-		return m.countLocked(online), nil
+	target := int64(-1) // no write: every online replica counts
+	if wrote {
+		target = m.offset
 	}
-	target := m.offset
 	if k := m.ackedLocked(target); k >= n || !block {
 		return k, nil
 	}
 	return 0, func(gone <-chan struct{}) int { return m.waitAcks(n, target, timeout, gone) }
 }
 
-// ackedLocked counts the replicas that acknowledged offset target.
+// ackedLocked counts the online replicas that acknowledged offset target.
 func (m *Manager) ackedLocked(target int64) int {
-	return m.countLocked(func(l *link) bool { return l.ack >= target })
+	return m.countLocked(func(l *link) bool { return l.online && l.ack >= target })
 }
 
 // online: the link is past its full sync.

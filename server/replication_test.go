@@ -147,11 +147,16 @@ func TestReplicaOfAnswers(t *testing.T) {
 	require.Equal(t, "+OK", p.c.Do("REPLICAOF", "NO", "ONE"), "on a primary it changes nothing")
 	require.Equal(t, "master", rltest.Info(t, p.c, "replication")["role"])
 
-	// WAIT: on a replica an error; without writes the replicas at once;
-	// bad timeouts.
+	// WAIT: on a replica an error; without writes the online replicas,
+	// after the timeout when they are fewer than asked (as Redis 7.0's
+	// waitCommand: it blocks unless enough have acknowledged); bad
+	// timeouts.
 	require.Equal(t, "-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.", r.c.Do("WAIT", "1", "0"))
 	fresh := rltest.Dial(t, p.s.Addr.String())
-	require.Equal(t, "1", fresh.Do("WAIT", "5", "0"), "no writes: the connected replicas, at once")
+	require.Equal(t, "1", fresh.Do("WAIT", "1", "0"), "no writes, one asked: the online replica, at once")
+	start := time.Now()
+	require.Equal(t, "1", fresh.Do("WAIT", "5", "100"), "no writes, five asked: the online replica, once the timeout passed")
+	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "WAIT answered before its timeout")
 	require.Equal(t, "-ERR timeout is negative", fresh.Do("WAIT", "1", "-1"))
 	require.Equal(t, "-ERR timeout is not an integer or out of range", fresh.Do("WAIT", "1", "x"))
 	require.Equal(t, "-ERR value is not an integer or out of range", fresh.Do("WAIT", "x", "0"))
@@ -483,6 +488,25 @@ func TestWaitBlocksOnlyItsClient(t *testing.T) {
 	require.Regexp(t, `^\[\[0 5 4 -1 \d+\] [01]\]$`, waiter.Do("EXEC"))
 
 	require.Equal(t, "+PONG", others[0].Do("PING"))
+}
+
+// TestWaitWithoutReplicas: a primary with no replica answers WAIT 1 100
+// with 0 once the timeout has passed, as Redis does (a client looping on
+// WAIT does not spin); inside MULTI it answers at once; WAIT 0 at once.
+func TestWaitWithoutReplicas(t *testing.T) {
+	p := startRepl(t)
+	for _, wrote := range []bool{false, true} {
+		if wrote {
+			require.Equal(t, "[0 5 4 -1 40000]", p.c.Do("RL.FIXED", "w", "5", "1m"), "the manual clock starts 20 s into a minute")
+		}
+		start := time.Now()
+		require.Equal(t, "0", p.c.Do("WAIT", "1", "100"), "wrote %v", wrote)
+		require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "wrote %v: WAIT answered before its timeout", wrote)
+		require.Equal(t, "0", p.c.Do("WAIT", "0", "0"))
+	}
+	require.Equal(t, "+OK", p.c.Do("MULTI"))
+	require.Equal(t, "+QUEUED", p.c.Do("WAIT", "1", "0"))
+	require.Equal(t, "[0]", p.c.Do("EXEC"), "inside EXEC WAIT never blocks")
 }
 
 // TestWaitInsideExecWhileThePumpRuns: WAIT, ROLE and INFO queued in a

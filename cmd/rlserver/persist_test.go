@@ -95,7 +95,12 @@ var timeRE = regexp.MustCompile(`^\["(\d+)" "(\d+)"\]$`)
 // serverTime parses a TIME reply into microseconds.
 func serverTime(t *testing.T, c *rltest.Conn) int64 {
 	t.Helper()
-	r := c.Do("TIME")
+	return parseTime(t, c.Do("TIME"))
+}
+
+// parseTime is a rendered TIME reply in µs.
+func parseTime(t *testing.T, r string) int64 {
+	t.Helper()
 	m := timeRE.FindStringSubmatch(r)
 	require.NotNil(t, m, "TIME reply %s", r)
 	s, err1 := strconv.ParseInt(m[1], 10, 64)

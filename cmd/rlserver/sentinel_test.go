@@ -177,11 +177,12 @@ func TestSentinelFailover(t *testing.T) {
 		return true, ""
 	})
 	switched := time.Since(killed)
-	// Sentinel's CLIENT KILL TYPE normal closed the test's connections
-	// to the nodes it reconfigured: each check dials anew.
+	// Sentinel's CLIENT KILL TYPE normal closes the test's connections to
+	// the nodes it reconfigures, at any moment of a poll: each check dials
+	// anew and takes a closed connection as "not yet".
 	rltest.WaitFor(t, 15*time.Second, "R1 to follow R2", func() (bool, string) {
-		f := rltest.Info(t, rltest.Dial(t, r1.addr), "replication")
-		return f["master_port"] == r2Port && f["master_link_status"] == "up", fmt.Sprint(f)
+		f, err := rltest.AskInfo(r1.addr, "replication")
+		return err == nil && f["master_port"] == r2Port && f["master_link_status"] == "up", fmt.Sprint(f, err)
 	})
 
 	// The same client, not restarted: every limit held.
@@ -197,7 +198,12 @@ func TestSentinelFailover(t *testing.T) {
 		}
 		require.EqualValues(t, 1, v[0], "key %d after the failover: still limited", i)
 	}
-	require.GreaterOrEqual(t, serverTime(t, rltest.Dial(t, r2.addr)), last, "R2's TIME is not behind P's last")
+	var r2Time string
+	rltest.WaitFor(t, 15*time.Second, "R2's TIME", func() (bool, string) {
+		r2Time, err = rltest.Ask(r2.addr, "TIME")
+		return err == nil, fmt.Sprint(err)
+	})
+	require.GreaterOrEqual(t, parseTime(t, r2Time), last, "R2's TIME is not behind P's last")
 
 	// The first +switch-master in the Sentinels' logs ("pid:X 02 Dec 2026
 	// 01:57:02.775 # +switch-master ...", local time).
@@ -227,11 +233,15 @@ func TestSentinelFailover(t *testing.T) {
 	restarted := time.Now()
 	p = startP()
 	rltest.WaitFor(t, 30*time.Second, "P to become R2's replica", func() (bool, string) {
-		f := rltest.Info(t, rltest.Dial(t, p.addr), "replication")
-		return f["role"] == "slave" && f["master_port"] == r2Port && f["master_link_status"] == "up", fmt.Sprint(f)
+		f, err := rltest.AskInfo(p.addr, "replication")
+		return err == nil && f["role"] == "slave" && f["master_port"] == r2Port && f["master_link_status"] == "up", fmt.Sprint(f, err)
 	})
 	t.Logf("P restarted: R2's replica after %v", time.Since(restarted).Round(time.Millisecond))
-	v := rltest.Dial(t, p.addr).Do("CL.THROTTLE", "user:7", "0", "1", "3600", "0")
+	var v string
+	rltest.WaitFor(t, 15*time.Second, "a peek on P", func() (bool, string) {
+		v, err = rltest.Ask(p.addr, "CL.THROTTLE", "user:7", "0", "1", "3600", "0")
+		return err == nil, fmt.Sprint(err)
+	})
 	require.True(t, strings.HasPrefix(v, "[0 1 0 "), "P holds R2's state: %s", v)
 
 	// Restarted once more, P is a replica from the start: its file says so.
@@ -240,10 +250,17 @@ func TestSentinelFailover(t *testing.T) {
 	require.Contains(t, string(b), "replicaof 127.0.0.1 "+r2Port, "Sentinel's CONFIG REWRITE")
 	p.stop(t, "SIGTERM")
 	p = startP()
-	f := rltest.Info(t, p.c, "replication")
+	var f map[string]string
+	rltest.WaitFor(t, 15*time.Second, "INFO replication of P", func() (bool, string) {
+		f, err = rltest.AskInfo(p.addr, "replication")
+		return err == nil, fmt.Sprint(err)
+	})
 	require.Equal(t, "slave", f["role"], "a replica at once after another restart")
 	require.Equal(t, r2Port, f["master_port"])
-	rltest.WaitLinkUp(t, rltest.Dial(t, p.addr))
+	rltest.WaitFor(t, 15*time.Second, "P's link up", func() (bool, string) {
+		f, err := rltest.AskInfo(p.addr, "replication")
+		return err == nil && f["master_link_status"] == "up", fmt.Sprint(f, err)
+	})
 
 	// redis-py's Sentinel support finds R2 too, and the limits held (last:
 	// it skips where redis-py is missing).

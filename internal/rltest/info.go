@@ -1,7 +1,9 @@
 package rltest
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,4 +93,35 @@ func WaitLinkUp(t testing.TB, c Doer) {
 		f := Info(t, c, "replication")
 		return f["master_link_status"] == "up", fmt.Sprint(f)
 	})
+}
+
+// Ask dials addr, sends one command, reads its reply and closes. A
+// refused dial, a closed connection or a timeout is an error, not a test
+// failure: a poll takes it as "not yet" (Sentinel ends every
+// reconfiguration with CLIENT KILL TYPE normal, which may land between a
+// poll's dial and its reply, as it does with Redis).
+func Ask(addr string, args ...string) (string, error) {
+	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write(Encode(args...)); err != nil {
+		return "", err
+	}
+	return ReadReply(bufio.NewReader(nc))
+}
+
+// AskInfo is Ask for one INFO section, parsed into its fields.
+func AskInfo(addr, section string) (map[string]string, error) {
+	r, err := Ask(addr, "INFO", section)
+	if err != nil {
+		return nil, err
+	}
+	txt, err := strconv.Unquote(strings.TrimPrefix(r, "="))
+	if err != nil {
+		return nil, fmt.Errorf("INFO %s reply %s: %w", section, r, err)
+	}
+	return InfoFields(txt), nil
 }
