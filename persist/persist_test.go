@@ -279,3 +279,37 @@ func TestLoadFreesRetiredTables(t *testing.T) {
 	require.Equal(t, before, e.Store().Memory().Held, "retired tables left held after the load")
 	require.NoError(t, st.Close())
 }
+
+// TestStopWaitsForBackgroundSave: a BGSAVE whose goroutine has not begun
+// when the server shuts down gives way to the final snapshot, Stop
+// returns only once that goroutine has ended, and the store can then be
+// closed: no save of the Snapshotter touches a closed store (pebble
+// panics on one). Later BGSAVEs are refused. Before Stop existed the
+// goroutine ran its save after the store had closed.
+func TestStopWaitsForBackgroundSave(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	e := engine.New(4)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	fill(t, e, 100, t0)
+	hold, held := make(chan struct{}), make(chan struct{})
+	bgHook = func() { close(held); <-hold }
+	t.Cleanup(func() { bgHook = nil })
+	require.NoError(t, snap.BackgroundSave())
+	<-held
+	stopped := make(chan struct{})
+	go func() { snap.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a BGSAVE goroutine was still to run")
+	case <-time.After(100 * time.Millisecond): // a check of absence: a loaded machine can only make it pass
+	}
+	close(hold)
+	<-stopped
+	require.ErrorIs(t, snap.BackgroundSave(), ErrStopped)
+	require.NoError(t, snap.Save(), "the final snapshot")
+	require.Equal(t, int64(1), snap.Info().Saves, "the BGSAVE gave way to the final snapshot")
+	require.NoError(t, st.Close())
+	e2, _ := reload(t, fs, t0)
+	require.Equal(t, dump(e, t0), dump(e2, t0))
+}

@@ -16,6 +16,9 @@ import (
 // ErrInProgress: a snapshot is already being written (BGSAVE).
 var ErrInProgress = errors.New("persist: background save already in progress")
 
+// ErrStopped: the Snapshotter was stopped (the server is shutting down).
+var ErrStopped = errors.New("persist: snapshots stopped")
+
 // Snapshotter writes the engine's changes to a Store: incrementally every
 // interval, on demand (SAVE, BGSAVE) and at shutdown. Changes that fail to
 // be written are kept and retried with the next snapshot; the server goes
@@ -35,6 +38,9 @@ type Snapshotter struct {
 	// each snapshot (SetPosition).
 	position func() (Position, bool)
 	broken   bool // the last commit failed: reopen the store first
+	stopped  bool // Stop was called: only the final Save may follow
+
+	bg sync.WaitGroup // the BGSAVE goroutine, if one runs
 
 	inProgress atomic.Bool
 	bgRunning  atomic.Bool  // a BGSAVE goroutine exists
@@ -86,13 +92,44 @@ func (s *Snapshotter) BackgroundSave() error {
 		s.bgRunning.Store(false)
 		return ErrInProgress
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		s.bgRunning.Store(false)
+		return ErrStopped
+	}
+	s.bg.Add(1)
 	go func() {
+		defer s.bg.Done()
 		defer s.bgRunning.Store(false)
-		if err := s.Save(); err != nil {
+		if bgHook != nil {
+			bgHook()
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.stopped {
+			return // the final snapshot, after Stop, writes what it would have
+		}
+		if err := s.saveLocked(); err != nil {
 			s.log.Error("background save failed", "err", err)
 		}
 	}()
 	return nil
+}
+
+// bgHook, if set (tests only), runs first in a BGSAVE's goroutine.
+var bgHook func()
+
+// Stop ends background saving: a BGSAVE that has not begun writing gives
+// way, one writing is waited for, and later ones are refused with
+// ErrStopped. Save still works, for the final snapshot; the Store may be
+// closed after it, as no goroutine of the Snapshotter is left to use it.
+// The caller stops Run first (its context).
+func (s *Snapshotter) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.bg.Wait()
 }
 
 func (s *Snapshotter) saveLocked() (err error) {

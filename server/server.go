@@ -331,6 +331,7 @@ func (s *Server) shutdown(ctx context.Context, save bool) error {
 	}
 	s.wg.Wait()
 	if s.store != nil {
+		s.snap.Stop() // a BGSAVE still running ends before the store closes
 		if save {
 			start := time.Now()
 			if serr := s.snap.Save(); serr != nil {
