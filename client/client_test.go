@@ -9,12 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/stretchr/testify/require"
 )
 
 func newLimiter(t *testing.T) (*client.Limiter, *rltest.Conn, redis.UniversalClient) {
 	t.Helper()
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
 	t.Cleanup(func() { rdb.Close() })
 	return client.New(rdb), rltest.Dial(t, s.Addr.String()), rdb

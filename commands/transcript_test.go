@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testnode"
+	"github.com/rlserver/rlserver/internal/testserver"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite transcripts in testdata with the replies received (review the diff)")
@@ -24,15 +26,15 @@ func TestTranscripts(t *testing.T) {
 	files = append(files, rl...)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			s := rltest.Start(t)
+			s := testserver.Start(t)
 			rltest.RunTranscript(t, s.Addr.String(), f, *rewrite)
 		})
 		if *rewrite {
 			continue
 		}
 		t.Run("local/"+filepath.Base(f), func(t *testing.T) {
-			s := rltest.Start(t)
-			rltest.RunTranscriptOn(t, func() rltest.Doer { return rltest.NewLocal(t, s.Node) }, f, false)
+			s := testserver.Start(t)
+			rltest.RunTranscriptOn(t, func() rltest.Doer { return testnode.NewLocal(t, s.Node) }, f, false)
 		})
 	}
 }

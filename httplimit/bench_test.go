@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/httplimit"
-	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -19,7 +19,7 @@ import (
 // round trip is most of it), and through the middleware deciding in
 // process (client.Local, what it falls back to).
 func BenchmarkMiddleware(b *testing.B) {
-	s := rltest.Start(b, func(o *server.Options) { o.Config.ClockMode = "real"; o.ClockStart = 0 })
+	s := testserver.Start(b, func(o *server.Options) { o.Config.ClockMode = "real"; o.ClockStart = 0 })
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
 	b.Cleanup(func() { rdb.Close() })
 	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Slide, Limit: 1 << 40, Period: time.Minute}}

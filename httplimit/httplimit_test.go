@@ -16,6 +16,7 @@ import (
 	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/httplimit"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -46,7 +47,7 @@ func get(t *testing.T, h http.Handler, key string, hdr ...string) *httptest.Resp
 // Retry-After and a body (JSON when asked) for the sixth, another key
 // untouched, and per-route policies apart.
 func TestHeadersAnd429(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
 	t.Cleanup(func() { rdb.Close() })
 	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb)})
@@ -124,7 +125,7 @@ func TestKeys(t *testing.T) {
 // still refused), counting and logging it; failing closed answers 503;
 // with rlserver back, decisions go there again.
 func TestServerDownAndBack(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	addr := s.Addr.String()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 20 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
@@ -149,7 +150,7 @@ func TestServerDownAndBack(t *testing.T) {
 	require.Equal(t, 503, get(t, hc, "dave").Code, "failing closed")
 
 	// rlserver back on the same address: decisions go there again.
-	back := rltest.Start(t, func(o *server.Options) { o.Config.Port = portOf(addr) })
+	back := testserver.Start(t, func(o *server.Options) { o.Config.Port = portOf(addr) })
 	_ = back
 	rltest.WaitFor(t, 10*time.Second, "decisions back on rlserver", func() (bool, string) {
 		before := open.Fallbacks.Load()

@@ -10,6 +10,7 @@ import (
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testnode"
 	"github.com/rlserver/rlserver/node"
 	"github.com/stretchr/testify/require"
 )
@@ -45,8 +46,8 @@ func q(s string) string { return `"` + s + `"` }
 // at EXEC after the rules changed.
 func TestACLRefusals(t *testing.T) {
 	n := aclNode(t, node.Config{})
-	admin := rltest.NewLocal(t, n)
-	app := rltest.NewLocal(t, n)
+	admin := testnode.NewLocal(t, n)
+	app := testnode.NewLocal(t, n)
 	run(t, admin, []step{
 		{cmd("ACL SETUSER app on >apppw ~app:* +@ratelimit"), "+OK"},
 		{cmd("ACL SETUSER pub on nopass ~* &news.* +@all"), "+OK"},
@@ -74,7 +75,7 @@ func TestACLRefusals(t *testing.T) {
 	require.Equal(t, "1", admin.Do("EXISTS", "app:x"))
 	require.Equal(t, "0", admin.Do("EXISTS", "other:x"), "a refused command wrote")
 
-	pub := rltest.NewLocal(t, n)
+	pub := testnode.NewLocal(t, n)
 	run(t, pub, []step{
 		{cmd("AUTH pub anything"), "+OK"},
 		{cmd("PUBLISH news.a m"), "0"},
@@ -86,7 +87,7 @@ func TestACLRefusals(t *testing.T) {
 
 	// Inside MULTI a refusal aborts the transaction; at EXEC, rules that
 	// changed since a command was queued refuse it with Redis's text.
-	x := rltest.NewLocal(t, n)
+	x := testnode.NewLocal(t, n)
 	run(t, x, []step{
 		{cmd("AUTH x x"), "+OK"},
 		{cmd("MULTI"), "+OK"},
@@ -112,7 +113,7 @@ func TestACLRefusals(t *testing.T) {
 // shows in ACL WHOAMI and CLIENT LIST; RESET returns to the default user.
 func TestACLAuth(t *testing.T) {
 	n := aclNode(t, node.Config{})
-	admin := rltest.NewLocal(t, n)
+	admin := testnode.NewLocal(t, n)
 	run(t, admin, []step{
 		{cmd("ACL WHOAMI"), q("default")},
 		{cmd("AUTH pw"), "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"},
@@ -145,7 +146,7 @@ func TestACLAuth(t *testing.T) {
 		{cmd("ACL LIST"), `["user app on #` + appHash + ` ~app:* resetchannels -@all +@ratelimit +acl|whoami +client|info" "user default on #` + s3cretHash + ` ~* &* +@all" "user sleepy off #` + pwHashNode + ` resetchannels +@all"]`},
 		{cmd("PING"), "+PONG"},
 	})
-	anon := rltest.NewLocal(t, n)
+	anon := testnode.NewLocal(t, n)
 	run(t, anon, []step{
 		{cmd("PING"), noAuth},
 		{cmd("ACL WHOAMI"), noAuth},
@@ -165,14 +166,14 @@ func TestACLAuth(t *testing.T) {
 		{[]string{"CONFIG", "SET", "requirepass", ""}, "+OK"},
 		{cmd("ACL SETUSER default off"), "+OK"},
 	})
-	off := rltest.NewLocal(t, n)
+	off := testnode.NewLocal(t, n)
 	run(t, off, []step{
 		{cmd("PING"), noAuth},
 		{cmd("AUTH default x"), wrongPass},
 		{cmd("AUTH app apppw"), "+OK"},
 	})
 	run(t, admin, []step{{cmd("ACL SETUSER default on"), "+OK"}})
-	run(t, rltest.NewLocal(t, n), []step{{cmd("PING"), "+PONG"}})
+	run(t, testnode.NewLocal(t, n), []step{{cmd("PING"), "+PONG"}})
 }
 
 const pwHashNode = "30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4" // sha256("pw")
@@ -181,7 +182,7 @@ const pwHashNode = "30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e261
 // GENPASS, DRYRUN, HELP.
 func TestACLCommands(t *testing.T) {
 	n := aclNode(t, node.Config{})
-	l := rltest.NewLocal(t, n)
+	l := testnode.NewLocal(t, n)
 	run(t, l, []step{
 		{cmd("ACL LIST"), `["user default on nopass ~* &* +@all"]`},
 		{cmd("ACL USERS"), `["default"]`},
@@ -260,14 +261,14 @@ func TestACLCommands(t *testing.T) {
 // of theirs still in flight is refused; CLIENT KILL USER kills by user.
 func TestACLDelUserKills(t *testing.T) {
 	n := aclNode(t, node.Config{})
-	admin := rltest.NewLocal(t, n)
+	admin := testnode.NewLocal(t, n)
 	run(t, admin, []step{
 		{cmd("ACL SETUSER app on nopass ~app:* +@ratelimit"), "+OK"},
 		{cmd("ACL SETUSER ops on nopass ~* +@all"), "+OK"},
 		{cmd("CLIENT KILL USER nosuch"), "-ERR No such user 'nosuch'"},
 	})
-	app1, app2, ops := rltest.NewLocal(t, n), rltest.NewLocal(t, n), rltest.NewLocal(t, n)
-	for _, l := range []*rltest.Local{app1, app2} {
+	app1, app2, ops := testnode.NewLocal(t, n), testnode.NewLocal(t, n), testnode.NewLocal(t, n)
+	for _, l := range []*testnode.Local{app1, app2} {
 		require.Equal(t, "+OK", l.Do("AUTH", "app", "x"))
 	}
 	require.Equal(t, "+OK", ops.Do("AUTH", "ops", "x"))
@@ -292,10 +293,10 @@ func TestACLDelUserKills(t *testing.T) {
 // whose subscriptions the new rules no longer allow, as Redis does.
 func TestACLChannelsRevoked(t *testing.T) {
 	n := aclNode(t, node.Config{})
-	admin := rltest.NewLocal(t, n)
+	admin := testnode.NewLocal(t, n)
 	run(t, admin, []step{{cmd("ACL SETUSER sub on nopass ~* &news.* &sports +@all"), "+OK"}})
-	news, sports, other := rltest.NewLocal(t, n), rltest.NewLocal(t, n), rltest.NewLocal(t, n)
-	for _, l := range []*rltest.Local{news, sports, other} {
+	news, sports, other := testnode.NewLocal(t, n), testnode.NewLocal(t, n), testnode.NewLocal(t, n)
+	for _, l := range []*testnode.Local{news, sports, other} {
 		require.Equal(t, "+OK", l.Do("AUTH", "sub", "x"))
 	}
 	require.Equal(t, `["subscribe" "news.a" 1]`, news.Do("SUBSCRIBE", "news.a"))
@@ -320,8 +321,8 @@ func TestACLFile(t *testing.T) {
 	require.ErrorContains(t, node.Config{ACLFile: path, RequirePass: "x", Shards: 1, MaxClients: 1, Dir: "d"}.Validate(), "--requirepass together with --aclfile is invalid")
 	n := aclNode(t, node.Config{ACLFile: path})
 	require.NoError(t, n.LoadUsers(nil))
-	admin := rltest.NewLocal(t, n)
-	app := rltest.NewLocal(t, n)
+	admin := testnode.NewLocal(t, n)
+	app := testnode.NewLocal(t, n)
 	run(t, app, []step{{cmd("AUTH app apppw"), "+OK"}})
 	run(t, admin, []step{
 		{cmd("ACL USERS"), `["app" "default"]`},
@@ -368,7 +369,7 @@ func TestACLFile(t *testing.T) {
 	// cannot be read changes nothing.
 	require.NoError(t, os.WriteFile(path, []byte("user ops on >pw ~* +@all\n"), 0o600))
 	run(t, admin, []step{{cmd("ACL LOAD"), "+OK"}})
-	admin = rltest.NewLocal(t, n)
+	admin = testnode.NewLocal(t, n)
 	run(t, admin, []step{
 		{cmd("ACL LIST"), `["user default on nopass ~* &* +@all" "user ops on #` + pwHashNode + ` ~* resetchannels +@all"]`},
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testnode"
 	"github.com/rlserver/rlserver/node"
 	"github.com/stretchr/testify/require"
 )
@@ -54,7 +55,7 @@ type step struct {
 	want string
 }
 
-func run(t *testing.T, l *rltest.Local, steps []step) {
+func run(t *testing.T, l *testnode.Local, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		require.Equal(t, s.want, l.Do(s.cmd...), "step %d: %q", i, s.cmd)
@@ -75,7 +76,7 @@ func infoOf(t *testing.T, rendered string) map[string]string {
 // at Redis's moments (docs/cluster.md, "Routing").
 func TestClusterRouting(t *testing.T) {
 	n, _, _ := clusterNode(t, twoShards, idA, cluster.PeerRole{}, rltest.StartNs, false)
-	l := rltest.NewLocal(t, n)
+	l := testnode.NewLocal(t, n)
 	run(t, l, []step{
 		{cmd("CLUSTER KEYSLOT foo"), "12182"},
 		{cmd("CLUSTER MYID"), `"` + idA + `"`},
@@ -126,7 +127,7 @@ func TestClusterRouting(t *testing.T) {
 // READONLY and the command only reads a slot of its own shard.
 func TestClusterReplicaRouting(t *testing.T) {
 	n, _, _ := clusterNode(t, twoShards, idD, cluster.PeerRole{Replica: true, Host: "127.0.0.1", Port: 7301, LinkUp: true}, rltest.StartNs, false)
-	l := rltest.NewLocal(t, n)
+	l := testnode.NewLocal(t, n)
 	run(t, l, []step{
 		{cmd("PTTL bar"), "-MOVED 5061 127.0.0.1:7301"},
 		{cmd("CL.THROTTLE bar 0 1 60"), "-MOVED 5061 127.0.0.1:7301"},
@@ -151,7 +152,7 @@ func TestClusterPartialCoverage(t *testing.T) {
 	require.ErrorContains(t, err, "6383 of 16384 slots have no owner")
 
 	n, _, _ := clusterNode(t, partial, idA, cluster.PeerRole{}, rltest.StartNs, true)
-	l := rltest.NewLocal(t, n)
+	l := testnode.NewLocal(t, n)
 	run(t, l, []step{
 		{cmd("CL.THROTTLE foo 15 30 60"), "-CLUSTERDOWN Hash slot not served"},
 		{cmd("DEL foo bar"), "-CLUSTERDOWN Hash slot not served"},
@@ -165,7 +166,7 @@ func TestClusterPartialCoverage(t *testing.T) {
 // with Redis's text, keys route nowhere, and INFO says so.
 func TestClusterOff(t *testing.T) {
 	n := node.New(node.Config{Shards: 4, MaxClients: 10}, engine.New(4), clock.NewManual(rltest.StartNs), node.Options{})
-	l := rltest.NewLocal(t, n)
+	l := testnode.NewLocal(t, n)
 	for _, c := range []string{"CLUSTER INFO", "CLUSTER SLOTS", "CLUSTER KEYSLOT x", "READONLY", "READWRITE", "ASKING"} {
 		require.Equal(t, "-ERR This instance has cluster support disabled", l.Do(cmd(c)...), c)
 	}
@@ -181,7 +182,7 @@ func TestClusterHandOffKeepsLimits(t *testing.T) {
 	a, _, _ := clusterNode(t, twoShards, idA, cluster.PeerRole{}, rltest.StartNs+int64(time.Hour), false)
 	moved := fmt.Sprintf("%s 127.0.0.1:7301@17301 master - 0 0 1 connected 101-5460\n%s 127.0.0.1:7302@17302 master - 0 0 2 connected 0-100 5461-16383\n", idA, idB)
 	b, _, _ := clusterNode(t, moved, idB, cluster.PeerRole{}, rltest.StartNs, false)
-	la, lb := rltest.NewLocal(t, a), rltest.NewLocal(t, b)
+	la, lb := testnode.NewLocal(t, a), testnode.NewLocal(t, b)
 	var keys []string
 	for i := 0; len(keys) < 50; i++ {
 		if k := fmt.Sprintf("k%d", i); cluster.Slot([]byte(k)) <= 100 {
@@ -220,7 +221,7 @@ func TestClusterHandOffKeepsLimits(t *testing.T) {
 // the replica's link is not known to be up, so SLOTS leaves it out).
 func TestClusterReplies(t *testing.T) {
 	n, _, _ := clusterNode(t, twoShards, idA, cluster.PeerRole{Offset: 7}, rltest.StartNs, false)
-	l := rltest.NewLocal(t, n)
+	l := testnode.NewLocal(t, n)
 	nodeA := `["127.0.0.1" 7301 "` + idA + `" []]`
 	nodeB := `["127.0.0.1" 7302 "` + idB + `" []]`
 	require.Equal(t, "[[0 5460 "+nodeA+"] [5461 16383 "+nodeB+"]]", l.Do("CLUSTER", "SLOTS"))

@@ -8,6 +8,7 @@ import (
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testnode"
 	"github.com/rlserver/rlserver/node"
 	"github.com/stretchr/testify/require"
 )
@@ -41,7 +42,7 @@ func TestProtectedMode(t *testing.T) {
 			tc.cfg.Shards, tc.cfg.MaxClients = 4, 10
 			n := node.New(tc.cfg, engine.New(4), clock.NewManual(rltest.StartNs), node.Options{})
 			if tc.configSet != nil {
-				l := rltest.NewLocal(t, n)
+				l := testnode.NewLocal(t, n)
 				require.Equal(t, "+OK", l.Do(append([]string{"CONFIG", "SET"}, tc.configSet...)...))
 			}
 			c, err := n.NewClient(tc.addr, "10.0.0.1:6379", nil)
@@ -51,7 +52,7 @@ func TestProtectedMode(t *testing.T) {
 				return
 			}
 			require.Equal(t, commands.ErrDenied, err)
-			require.Contains(t, rltest.InfoText(t, rltest.NewLocal(t, n), "stats"), "rejected_connections:1\r\n")
+			require.Contains(t, rltest.InfoText(t, testnode.NewLocal(t, n), "stats"), "rejected_connections:1\r\n")
 		})
 	}
 	require.Equal(t, "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.",

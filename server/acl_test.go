@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,7 @@ func TestACLGoRedis(t *testing.T) {
 		"user default on >adminpw ~* &* +@all\n"+
 			"user dashboard on >dashpw ~* +@read +@connection -@dangerous\n"+
 			"user app on >apppw ~app:* +@ratelimit\n"), 0o600))
-	s := rltest.Start(t, func(o *server.Options) { o.Config.ACLFile = path })
+	s := testserver.Start(t, func(o *server.Options) { o.Config.ACLFile = path })
 	ctx := testCtx(t, 60*time.Second)
 	const (
 		noPermKeys = "NOPERM this user has no permissions to access one of the keys used as arguments"

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -109,7 +110,7 @@ func throttle(ctx context.Context, c doer, key string, burst, count, period int6
 func TestGoRedisClient(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			s := rltest.Start(t)
+			s := testserver.Start(t)
 			ctx := testCtx(t, 60*time.Second)
 			rdb := newClient(t, s, func(o *redis.Options) { o.Protocol = proto })
 
@@ -247,7 +248,7 @@ func TestGoRedisClient(t *testing.T) {
 }
 
 func TestGoRedisPipeline(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	ctx := testCtx(t, 60*time.Second)
 	rdb := newClient(t, s, func(o *redis.Options) { o.Protocol = 3 })
 
@@ -283,7 +284,7 @@ func TestGoRedisPipeline(t *testing.T) {
 }
 
 func TestGoRedisTransactions(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	ctx := testCtx(t, 60*time.Second)
 	rdb := newClient(t, s, func(o *redis.Options) { o.Protocol = 3 })
 
@@ -364,7 +365,7 @@ func TestGoRedisTransactions(t *testing.T) {
 }
 
 func TestGoRedisConcurrentSharedKey(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	ctx := testCtx(t, 120*time.Second)
 	const workers, perWorker, limit, ei = 64, 100, 50, int64(3600)
 	rdb := newClient(t, s, func(o *redis.Options) { o.Protocol = 3; o.PoolSize = workers })
@@ -450,7 +451,7 @@ func TestGoRedisAuth(t *testing.T) {
 	const pass = "s3cret"
 	const noauth = "NOAUTH Authentication required."
 	const wrongpass = "WRONGPASS invalid username-password pair or user is disabled."
-	s := rltest.Start(t, func(o *server.Options) { o.Config.RequirePass = pass })
+	s := testserver.Start(t, func(o *server.Options) { o.Config.RequirePass = pass })
 	ctx := testCtx(t, 60*time.Second)
 
 	for _, proto := range []int{2, 3} {
@@ -522,7 +523,7 @@ func hostPort(t *testing.T, s *server.Server) []string {
 
 func TestRedisCLI(t *testing.T) {
 	cli := rltest.Tool(t, "redis-cli")
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	hp := hostPort(t, s)
 	run := func(args ...string) string {
 		t.Helper()
@@ -549,7 +550,7 @@ func TestRedisCLI(t *testing.T) {
 	require.Equal(t, "1700000008000000000\n", run("-3", "GET", "user123"))
 
 	// With a password.
-	s = rltest.Start(t, func(o *server.Options) { o.Config.RequirePass = "s3cret" })
+	s = testserver.Start(t, func(o *server.Options) { o.Config.RequirePass = "s3cret" })
 	hp = hostPort(t, s)
 	require.Equal(t, "NOAUTH Authentication required.\n\n", run("CL.THROTTLE", "user123", "15", "30", "60", "1"))
 	require.Equal(t, "0\n16\n15\n-1\n2\n", run("-a", "s3cret", "--no-auth-warning", "CL.THROTTLE", "user123", "15", "30", "60", "1"))
@@ -558,7 +559,7 @@ func TestRedisCLI(t *testing.T) {
 
 func TestRedisBenchmark(t *testing.T) {
 	bench := rltest.Tool(t, "redis-benchmark")
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	hp := hostPort(t, s)
 	run := func(args ...string) string {
 		t.Helper()
@@ -615,7 +616,7 @@ func TestRedisBenchmark(t *testing.T) {
 // connection open until the killer stops, and the connections it then
 // finds closed are exactly as many as the kills counted.
 func TestKillWhileConnecting(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	// The killer runs off the test goroutine, where neither require nor
 	// rltest.Conn (which calls t.Fatalf) may be used: it talks over a raw
 	// connection and hands its count, or its error, back to the test
@@ -734,7 +735,7 @@ func TestKillWhileConnecting(t *testing.T) {
 // connection's own values (a socket, its name, its last command, no
 // buffered input or output between commands).
 func TestClientListFields(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	c := rltest.Dial(t, s.Addr.String())
 	c.Do("CLIENT", "SETNAME", "lister")
 	c.Do("CLIENT", "SETINFO", "LIB-NAME", "mylib")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -44,7 +45,7 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 	exprs(doc, &qs)
 	require.NotEmpty(t, qs)
 
-	s := rltest.Start(t, func(o *server.Options) {
+	s := testserver.Start(t, func(o *server.Options) {
 		o.Config.MetricsAddr = "127.0.0.1:0"
 		o.Config.MetricsTopKeys = 5
 		o.Config.SaveInterval = time.Hour

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +27,7 @@ func memoryUsed(t *testing.T, c *rltest.Conn) uint64 {
 // touches the keys again) to bring DBSIZE to 0 and give the memory back.
 func TestExpiryReturnsMemory(t *testing.T) {
 	const keys = 1_000_000
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	c := rltest.Dial(t, s.Addr.String())
 	base := memoryUsed(t, c)
 
@@ -73,7 +74,7 @@ func TestExpiryReturnsMemory(t *testing.T) {
 // TestExpiryAllKinds: keys of every algorithm are dropped by the active
 // sweep once fresh, without being touched again.
 func TestExpiryAllKinds(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	c := rltest.Dial(t, s.Addr.String())
 	for i := 0; i < 1000; i++ {
 		k := strconv.Itoa(i)

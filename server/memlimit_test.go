@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +24,7 @@ import (
 func TestMemoryLimitCoversTheKeyspace(t *testing.T) {
 	const limit = 1 << 30
 	before := debug.SetMemoryLimit(-1)
-	s := rltest.Start(t, func(o *server.Options) {
+	s := testserver.Start(t, func(o *server.Options) {
 		o.MemoryLimit = limit
 		o.MemoryLimitInterval = 5 * time.Millisecond
 	})
@@ -74,11 +75,11 @@ func TestMemoryLimitSharedByServers(t *testing.T) {
 	orig := debug.SetMemoryLimit(limit) // as GOMEMLIMIT=1GiB would
 	defer debug.SetMemoryLimit(orig)
 	fast := func(o *server.Options) { o.MemoryLimitInterval = 5 * time.Millisecond }
-	a := rltest.Start(t, fast)
+	a := testserver.Start(t, fast)
 	goLimit := func() int64 { return debug.SetMemoryLimit(-1) }
 	state := func() string { return fmt.Sprintf("the Go runtime's limit is %d", goLimit()) }
 	rltest.WaitFor(t, 10*time.Second, "first server", func() (bool, string) { return goLimit() < limit, state() })
-	b := rltest.Start(t, fast)
+	b := testserver.Start(t, fast)
 	ca, cb := rltest.Dial(t, a.Addr.String()), rltest.Dial(t, b.Addr.String())
 	for _, c := range []*rltest.Conn{ca, cb} {
 		rltest.WaitFor(t, 10*time.Second, "memory_limit", func() (bool, string) { return rltest.InfoInt(t, c, "memory", "memory_limit") == limit, state() })

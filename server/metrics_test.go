@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +73,7 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels 
 // the counters move exactly with known traffic: 100 admitted and 50
 // rejected CL.THROTTLE decisions, 7 admitted and 3 peeking RL.FIXED ones.
 func TestMetrics(t *testing.T) {
-	s := rltest.Start(t, func(o *server.Options) {
+	s := testserver.Start(t, func(o *server.Options) {
 		o.Config.MetricsAddr = "127.0.0.1:0"
 		o.Config.MetricsTopKeys = 3
 		o.Config.SaveInterval = time.Hour
@@ -155,7 +156,7 @@ func TestMetrics(t *testing.T) {
 
 // TestMetricsTopKeysOff: without --metrics-top-keys no key is a label.
 func TestMetricsTopKeysOff(t *testing.T) {
-	s := rltest.Start(t, func(o *server.Options) { o.Config.MetricsAddr = "127.0.0.1:0" })
+	s := testserver.Start(t, func(o *server.Options) { o.Config.MetricsAddr = "127.0.0.1:0" })
 	c := rltest.Dial(t, s.Addr.String())
 	c.Do("CL.THROTTLE", "k", "0", "1", "60")
 	c.Do("CL.THROTTLE", "k", "0", "1", "60")
@@ -170,7 +171,7 @@ func TestMetricsTopKeysOff(t *testing.T) {
 // first. (A key is sure to be kept when rejected more than 1/256th of
 // the rejections in its slice of the minute, internal/topk.)
 func TestTopRejected(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	c := rltest.Dial(t, s.Addr.String())
 	var cmds [][]string
 	flush := func() {
@@ -203,7 +204,7 @@ func TestTopRejected(t *testing.T) {
 // first, shaped as Redis's entries; LEN and RESET; long arguments are
 // trimmed as Redis trims them.
 func TestSlowlog(t *testing.T) {
-	s := rltest.Start(t, func(o *server.Options) { o.Config.SlowlogSlowerThan, o.Config.SlowlogMaxLen = 0, 3 })
+	s := testserver.Start(t, func(o *server.Options) { o.Config.SlowlogSlowerThan, o.Config.SlowlogMaxLen = 0, 3 })
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String(), ClientName: "tester", Protocol: 2})
 	defer rdb.Close()
@@ -234,7 +235,7 @@ func TestSlowlog(t *testing.T) {
 // TestInfoLatencystats: INFO latencystats and INFO rlserver parse with
 // go-redis's InfoMap.
 func TestInfoLatencystats(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
 	defer rdb.Close()

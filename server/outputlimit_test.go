@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ import (
 func TestOutputBufferLimit(t *testing.T) {
 	limit, err := node.ParseOutputLimit("normal 256kb 0 0")
 	require.NoError(t, err)
-	s := rltest.Start(t, func(o *server.Options) { o.Config.OutputLimit = limit })
+	s := testserver.Start(t, func(o *server.Options) { o.Config.OutputLimit = limit })
 	ctx := context.Background()
 	good := redis.NewClient(&redis.Options{Addr: s.Addr.String(), PoolSize: 1})
 	defer good.Close()

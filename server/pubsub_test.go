@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +21,7 @@ import (
 // TYPE pubsub|normal (docs/protocol.md, "Pub/sub").
 func TestPubSub(t *testing.T) {
 	for _, perConn := range []bool{false, true} { // event loops, and a goroutine per connection
-		s := rltest.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
+		s := testserver.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
 		addr := s.Addr.String()
 		sub, pub := rltest.Dial(t, addr), rltest.Dial(t, addr)
 		require.Equal(t, "[\"subscribe\" \"__sentinel__:hello\" 1]", sub.Do("SUBSCRIBE", "__sentinel__:hello"))
@@ -149,7 +150,7 @@ func TestSentinelTransaction(t *testing.T) {
 // publisher is never blocked and the server goes on.
 func TestSlowSubscriberIsDisconnected(t *testing.T) {
 	for _, perConn := range []bool{false, true} {
-		s := rltest.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
+		s := testserver.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
 		addr := s.Addr.String()
 		sub, pub := rltest.Dial(t, addr), rltest.Dial(t, addr)
 		require.Equal(t, `["subscribe" "flood" 1]`, sub.Do("SUBSCRIBE", "flood"))
@@ -175,7 +176,7 @@ func TestSlowSubscriberIsDisconnected(t *testing.T) {
 func TestSubscribeConfirmedFirst(t *testing.T) {
 	for _, perConn := range []bool{false, true} {
 		t.Run(fmt.Sprintf("goroutine per connection %v", perConn), func(t *testing.T) {
-			s := rltest.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
+			s := testserver.Start(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
 			pub := rltest.Dial(t, s.Addr.String())
 			stop := make(chan struct{})
 			done := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -28,9 +29,9 @@ type replNode struct {
 	port int
 }
 
-func startRepl(t *testing.T, opts ...rltest.Option) *replNode {
+func startRepl(t *testing.T, opts ...testserver.Option) *replNode {
 	t.Helper()
-	s := rltest.Start(t, opts...)
+	s := testserver.Start(t, opts...)
 	return &replNode{s: s, c: rltest.Dial(t, s.Addr.String()), port: s.Addr.(*net.TCPAddr).Port}
 }
 

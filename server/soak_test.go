@@ -58,6 +58,7 @@ import (
 
 	"github.com/rlserver/rlserver/internal/proc"
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -1781,7 +1782,7 @@ func TestSoak(t *testing.T) {
 
 	dir := t.TempDir()
 	var base server.Options
-	srv := rltest.Start(t, func(o *server.Options) {
+	srv := testserver.Start(t, func(o *server.Options) {
 		o.Config.Dir = dir
 		o.Config.SaveInterval = 100 * time.Millisecond
 		base = *o

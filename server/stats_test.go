@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,7 +16,7 @@ import (
 // of its own, and INFO adds the cells up), and CONFIG RESETSTAT clears
 // every cell.
 func TestStatsAddUpAcrossLoops(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	addr := s.Addr.String()
 	var sent, commands int
 	do := func(c *rltest.Conn, args ...string) string {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -50,7 +50,7 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 // go-redis over TLS gets the same answers.
 func TestTLS(t *testing.T) {
 	cert, key := selfSigned(t, t.TempDir())
-	s := rltest.Start(t, func(o *server.Options) { o.Config.TLSCert, o.Config.TLSKey = cert, key })
+	s := testserver.Start(t, func(o *server.Options) { o.Config.TLSCert, o.Config.TLSKey = cert, key })
 	ctx := testCtx(t, 30*time.Second)
 	rdb := newClient(t, s, func(o *redis.Options) {
 		o.TLSConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,7 +66,7 @@ func TestPeak(t *testing.T) {
 // TestAgainstRunningServer drives a separately started server (the --addr
 // mode) through a reduced run.
 func TestAgainstRunningServer(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	rep, err := Run(Config{Addr: s.Addr.String(), Offsets: []int{0, 470, 990}, RandomSeed: 7, RandomCount: 2})
 	require.NoError(t, err)
 	for alg, want := range specTable {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +17,7 @@ import (
 // key, the sixth 429 with Retry-After, another key unaffected; with
 // rlserver stopped, still limited (in process).
 func TestExample(t *testing.T) {
-	s := rltest.Start(t)
+	s := testserver.Start(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	listen := ln.Addr().String()

@@ -211,7 +211,7 @@ func TestSeedsCoverEveryCommand(t *testing.T) {
 	}
 }
 
-// exec runs one command as a connection would (as rltest.Local's Do
+// exec runs one command as a connection would (as testnode.Local's Do
 // does): the reply, or replies, as the wire encodes them.
 func exec(n *node.Node, c *node.Client, w *resp.Writer, args [][]byte) []byte {
 	w.Reset()

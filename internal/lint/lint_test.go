@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,7 +102,21 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
-	if len(imports["resp"]) == 0 || len(imports["node"]) == 0 {
+	// The test helpers sit on the floors they test: rltest (the wire,
+	// rendering, polling, tools) under everything imports no package of
+	// ours; testnode sits on node and resp; testserver on server.
+	for pkg, allowed := range map[string][]string{
+		"internal/rltest":     {},
+		"internal/testnode":   {"internal/rltest", "node", "resp", "commands"},
+		"internal/testserver": {"internal/rltest", "node", "server"},
+	} {
+		for _, imp := range imports[pkg] {
+			if rel, ours := strings.CutPrefix(imp, mod); ours && !slices.Contains(allowed, rel) {
+				t.Errorf("%s imports %s (allowed: %v)", pkg, rel, allowed)
+			}
+		}
+	}
+	if len(imports["resp"]) == 0 || len(imports["node"]) == 0 || len(imports["internal/testserver"]) == 0 {
 		t.Fatalf("go list found no imports for resp or node: %v", imports)
 	}
 }

@@ -1,6 +1,7 @@
-// Package rltest starts real rlservers for tests and talks to them with a
-// raw RESP client that renders replies as canonical one-line text, so
-// transcripts can compare replies byte for byte.
+// Package rltest talks to rlservers in tests with a raw RESP client that
+// renders replies as canonical one-line text, so transcripts can compare
+// replies byte for byte. It imports no package of rlserver: every test
+// can use it (servers in process: internal/testserver, internal/testnode).
 //
 // Rendering: +simple, -error, integers bare (42), bulk strings Go-quoted
 // ("abc"), (nil) for a null bulk or RESP3 null, (nil-array) for *-1,
@@ -10,7 +11,6 @@ package rltest
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,46 +20,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rlserver/rlserver/node"
-	"github.com/rlserver/rlserver/server"
 )
 
 // StartNs is where the manual clock of a test server starts:
 // 1700000000000000000 ns (2023-11-14T22:13:20Z), a whole second.
 const StartNs = int64(1_700_000_000_000_000_000)
-
-// Option changes a test server's options before it starts.
-type Option func(*server.Options)
-
-// Start runs an in-process server on 127.0.0.1:0 with the manual clock at
-// StartNs and stops it when the test ends.
-func Start(t testing.TB, opts ...Option) *server.Server {
-	t.Helper()
-	o := server.Options{
-		Config: node.Config{
-			Bind: "127.0.0.1", Port: 0, Dir: t.TempDir(), Shards: 8, ClockMode: "manual",
-			MaxClients: 10000, LogLevel: "info", LogFormat: "text", Limits: node.DefaultLimits,
-		},
-		ClockStart:     StartNs,
-		ExpiryInterval: 20 * time.Millisecond,
-	}
-	for _, f := range opts {
-		f(&o)
-	}
-	s, err := server.Start(o)
-	if err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Close(ctx); err != nil {
-			t.Errorf("close server: %v", err)
-		}
-	})
-	return s
-}
 
 // Conn is a raw RESP connection.
 type Conn struct {

@@ -1,4 +1,4 @@
-package resp_test
+package server_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -15,8 +16,8 @@ import (
 // limits, and malformed protocol, get Redis's error, then that connection
 // is closed; another connection carries on.
 func TestLimitsCloseOnlyTheOffender(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		addr := s.Addr.String()
 		bystander := rltest.Dial(t, addr)
 		require.Equal(t, "[0 2 1 -1 10]", bystander.Do("CL.THROTTLE", "k", "1", "1", "10"))
@@ -57,8 +58,8 @@ func TestLimitsCloseOnlyTheOffender(t *testing.T) {
 }
 
 func TestMaxClients(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode, func(o *server.Options) { o.Config.MaxClients = 2 })
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode, func(o *server.Options) { o.Config.MaxClients = 2 })
 		a := rltest.Dial(t, s.Addr.String())
 		b := rltest.Dial(t, s.Addr.String())
 		require.Equal(t, "+PONG", a.Do("PING"))
@@ -73,8 +74,8 @@ func TestMaxClients(t *testing.T) {
 }
 
 func TestOutputLimit(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode, func(o *server.Options) { o.Config.Limits.MaxOutput = 4096 })
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode, func(o *server.Options) { o.Config.Limits.MaxOutput = 4096 })
 		c := rltest.Dial(t, s.Addr.String())
 		for i := 0; i < 300; i++ {
 			require.Equal(t, "[0 1 0 -1 10]", c.Do("CL.THROTTLE", fmt.Sprintf("key:%04d", i), "0", "1", "10"))
@@ -89,8 +90,8 @@ func TestOutputLimit(t *testing.T) {
 }
 
 func TestQuitAndClientKill(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		a := rltest.Dial(t, s.Addr.String())
 		require.Equal(t, "+OK", a.Do("QUIT"))
 		require.True(t, a.Closed())
@@ -105,8 +106,8 @@ func TestQuitAndClientKill(t *testing.T) {
 }
 
 func TestIdleTimeout(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		c := rltest.Dial(t, s.Addr.String())
 		require.Equal(t, "+OK", c.Do("CONFIG", "SET", "timeout", "1"))
 		start := time.Now()
@@ -116,8 +117,8 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 func TestInlineCommands(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		c := rltest.Dial(t, s.Addr.String())
 		c.Send([]byte("PING\r\nCL.THROTTLE \"user 1\" 15 30 60\nGET 'user 1'\r\n"))
 		for _, want := range []string{"+PONG", "[0 16 15 -1 2]", `"1700000002000000000"`} {

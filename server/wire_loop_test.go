@@ -1,4 +1,4 @@
-package resp_test
+package server_test
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +19,7 @@ import (
 // eachServeMode runs fn once with plain connections served by event loops
 // (where the platform has them) and once with a goroutine each, the model
 // TLS connections and other platforms use.
-func eachServeMode(t *testing.T, fn func(t *testing.T, mode rltest.Option)) {
+func eachServeMode(t *testing.T, fn func(t *testing.T, mode testserver.Option)) {
 	t.Run("loops", func(t *testing.T) { fn(t, func(*server.Options) {}) })
 	t.Run("goroutines", func(t *testing.T) { fn(t, func(o *server.Options) { o.GoroutinePerConn = true }) })
 }
@@ -27,8 +28,8 @@ func eachServeMode(t *testing.T, fn func(t *testing.T, mode rltest.Option)) {
 // socket buffers hold and reads none of them for a while stalls only
 // itself; it then gets every reply, in order.
 func TestSlowReader(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		addr := s.Addr.String()
 		nc, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
@@ -62,8 +63,8 @@ func TestSlowReader(t *testing.T) {
 // TestSplitCommands: a command that arrives a byte at a time, and many
 // commands in one write, are parsed as they come.
 func TestSplitCommands(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		c := rltest.Dial(t, s.Addr.String())
 		for _, b := range rltest.Encode("CL.THROTTLE", "split", "15", "30", "60") {
 			c.Send([]byte{b})
@@ -91,8 +92,8 @@ func TestSplitCommands(t *testing.T) {
 // TestManyConnections: 500 connections at once, each racing for one key
 // limited to 50 admissions: exactly 50 are admitted.
 func TestManyConnections(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		addr := s.Addr.String()
 		conns := make([]*rltest.Conn, 500)
 		for i := range conns {
@@ -131,8 +132,8 @@ func TestManyConnections(t *testing.T) {
 // have unread replies pending and half-sent commands, and they see the
 // connection end.
 func TestCloseWithBusyConnections(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		addr := s.Addr.String()
 		var ncs []net.Conn
 		for i := 0; i < 10; i++ {
@@ -200,8 +201,8 @@ func asNetErr(err error, target *net.Error) bool {
 // closes the connection only after every reply before it is written,
 // even when the client had not read them and the socket was full.
 func TestQuitAfterUnreadReplies(t *testing.T) {
-	eachServeMode(t, func(t *testing.T, mode rltest.Option) {
-		s := rltest.Start(t, mode)
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		s := testserver.Start(t, mode)
 		nc, err := net.Dial("tcp", s.Addr.String())
 		require.NoError(t, err)
 		t.Cleanup(func() { nc.Close() })

@@ -1,17 +1,21 @@
-package rltest
+// Package testnode runs commands through a node's dispatcher in process,
+// as a connection would, for tests and transcripts without sockets. It
+// sits on node and resp; internal/rltest, below it, imports neither.
+package testnode
 
 import (
 	"bufio"
 	"bytes"
 	"testing"
 
+	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/resp"
 )
 
 // Local is a connection in process: it runs commands through a node's
 // dispatcher (Node.Exec) as a connection's goroutine would, encodes the
-// replies with the wire's own writer and renders them as ReadReply does,
+// replies with the wire's own writer and renders them as rltest.ReadReply does,
 // so transcripts run without sockets.
 type Local struct {
 	t testing.TB
@@ -36,7 +40,7 @@ func (l *Local) Do(args ...string) string {
 	l.t.Helper()
 	l.w.Reset()
 	l.c.Mark()
-	l.n.Exec(l.c, Argv(args...), l.w)
+	l.n.Exec(l.c, rltest.Argv(args...), l.w)
 	if p := l.c.TakePark(); p != nil { // a WAIT that waits: here, in line
 		p(nil)(l.w)
 	}
@@ -45,7 +49,7 @@ func (l *Local) Do(args ...string) string {
 		return ""
 	}
 	rd := bufio.NewReader(bytes.NewReader(out))
-	r, err := ReadReply(rd)
+	r, err := rltest.ReadReply(rd)
 	if err != nil {
 		l.t.Fatalf("%q: render reply %q: %v", args, out, err)
 	}
