@@ -98,6 +98,7 @@ func TestAllowErrors(t *testing.T) {
 // reply), and nothing more: the reply is read without allocating
 // (TestParseAllocatesNothing).
 func TestAllowAllocatesNoMoreThanGoRedis(t *testing.T) {
+	rltest.Long(t, "allocation counts over many calls")
 	lim, _, rdb := newLimiter(t)
 	ctx := context.Background()
 	p := client.Policy{Algorithm: client.Slide, Limit: 1 << 40, Period: time.Minute}

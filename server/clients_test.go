@@ -365,6 +365,7 @@ func TestGoRedisTransactions(t *testing.T) {
 }
 
 func TestGoRedisConcurrentSharedKey(t *testing.T) {
+	rltest.Long(t, "concurrent go-redis clients")
 	s := testserver.Start(t)
 	ctx := testCtx(t, 120*time.Second)
 	const workers, perWorker, limit, ei = 64, 100, 50, int64(3600)
@@ -616,6 +617,7 @@ func TestRedisBenchmark(t *testing.T) {
 // connection open until the killer stops, and the connections it then
 // finds closed are exactly as many as the kills counted.
 func TestKillWhileConnecting(t *testing.T) {
+	rltest.Long(t, "connections killed mid-handshake")
 	s := testserver.Start(t)
 	// The killer runs off the test goroutine, where neither require nor
 	// rltest.Conn (which calls t.Fatalf) may be used: it talks over a raw

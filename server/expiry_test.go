@@ -26,6 +26,7 @@ func memoryUsed(t *testing.T, c *rltest.Conn) uint64 {
 // the clock past their expiry, and requires the active sweep (no client
 // touches the keys again) to bring DBSIZE to 0 and give the memory back.
 func TestExpiryReturnsMemory(t *testing.T) {
+	rltest.Long(t, "a million keys expiring")
 	const keys = 1_000_000
 	s := testserver.Start(t)
 	c := rltest.Dial(t, s.Addr.String())

@@ -106,6 +106,7 @@ func TestQuitAndClientKill(t *testing.T) {
 }
 
 func TestIdleTimeout(t *testing.T) {
+	rltest.Long(t, "idle timeouts of seconds")
 	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
 		s := testserver.Start(t, mode)
 		c := rltest.Dial(t, s.Addr.String())

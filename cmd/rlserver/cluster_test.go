@@ -477,6 +477,7 @@ func throttle(ctx context.Context, c interface {
 // the owners, with no errors and at most a few COMMAND calls;
 // redis-cli -c and redis-benchmark --cluster work unchanged.
 func TestClusterThreePrimaries(t *testing.T) {
+	rltest.Long(t, "a four-node cluster")
 	for _, v := range keyslotVectors {
 		require.Equal(t, v.slot, keySlot(v.key), "the test's own CRC16 on %q", v.key)
 	}
@@ -796,6 +797,7 @@ func startShardSentinel(t *testing.T, bin string, port int, primaries []*cnode) 
 // from its first request on, no node names it the shard's primary again,
 // and it is listed as the new primary's replica.
 func TestClusterSentinelFailover(t *testing.T) {
+	rltest.Long(t, "six nodes, three Sentinels, a failover")
 	sentinelBin := rltest.Tool(t, "redis-sentinel")
 	ctx := context.Background()
 	ranges := [][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
@@ -1234,6 +1236,7 @@ func (p *movePoller) finish(t *testing.T) {
 // With B's clock an hour behind A's, B's clock is not below A's records'
 // afterwards.
 func TestClusterMoveSlotKeepsLimits(t *testing.T) {
+	rltest.Long(t, "a slot range moved under load")
 	for _, tc := range []struct {
 		name    string
 		bFirst  bool
@@ -1383,6 +1386,7 @@ func TestClusterMoveSlotKeepsLimits(t *testing.T) {
 // lower currentEpoch, or a malformed one, is refused (logged) and the
 // loaded map kept; a higher one is taken.
 func TestClusterMapRefused(t *testing.T) {
+	rltest.Long(t, "a dozen refused starts of the binary")
 	// The refused maps name the node at the port it is given (a free one:
 	// a map taken by mistake would listen there).
 	x := &mapNode{id: nodeID("refused/x"), port: freePort(t), epoch: 1, slots: [][2]int{{0, 16383}}}

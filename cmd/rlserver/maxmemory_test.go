@@ -63,6 +63,7 @@ func fill(t *testing.T, c *rltest.Conn, from, to int, stop func(reply string) bo
 // Redis's -OOM while existing ones and peeks keep working; under
 // volatile-ttl it evicts instead and refuses nothing.
 func TestMaxMemory(t *testing.T) {
+	rltest.Long(t, "fills a binary past its maxmemory")
 	const limit = 32 << 20
 	bin := buildBinary(t)
 	t.Run("noeviction", func(t *testing.T) {

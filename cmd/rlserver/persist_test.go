@@ -332,6 +332,7 @@ func TestPersistClockBehindManual(t *testing.T) {
 }
 
 func TestPersistClockBehindReal(t *testing.T) {
+	rltest.Long(t, "restarts of the binary")
 	dir := t.TempDir()
 	start := int64(startMs) // a fixed "wall clock": 800 s into an hour window
 	n := startNode(t, dir, "--clock", "real", "--clock-start", strconv.FormatInt(start, 10))

@@ -181,6 +181,7 @@ func TestFailoverRealClocks(t *testing.T) {
 // replica is attached, peeks still answer, and a replica paused past
 // --min-replicas-max-lag closes writes again until it comes back.
 func TestMinReplicasToWrite(t *testing.T) {
+	rltest.Long(t, "a primary and replicas as processes")
 	open := startNode(t, t.TempDir(), manual(startMs)...)
 	require.Equal(t, "[0 1 0 -1 3600]", open.c.Do("CL.THROTTLE", "k", "0", "1", "3600", "1"), "without it: admitted")
 

@@ -96,6 +96,7 @@ func sentinelEntries(t *testing.T, c *redis.Client, what, master string) []map[s
 }
 
 func TestSentinelFailover(t *testing.T) {
+	rltest.Long(t, "three redis-sentinel and a failover")
 	sentinelBin := rltest.Tool(t, "redis-sentinel")
 	ctx := context.Background()
 	pPort := freePort(t)

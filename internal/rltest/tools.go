@@ -30,3 +30,14 @@ func Tool(t testing.TB, name string) string {
 	t.Skip(msg)
 	return ""
 }
+
+// Long skips t under go test -short: the quick loop (README, "Test it")
+// leaves out the tests that run real processes for seconds (Sentinel,
+// cluster, memory fills) and keeps everything that runs in a second or
+// so. what says what the test runs, for the skip message.
+func Long(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long test (" + what + "): skipped with -short")
+	}
+}
