@@ -86,6 +86,26 @@ type ThrottleDecision struct {
 	// persistent; below -1 the write still happens, with no expiry, and
 	// Decide's error is ErrExpire.
 	TTLMs int64
+	// retry and ttl are RetryAfter and ResetAfter in ns before redis-cell
+	// rounds them to seconds (retry negative: admitted, or never).
+	retry, ttl i128
+}
+
+// rlResult is the decision as the RL.* commands reply: the waits in whole
+// ms rounded up (RL.ALL's GCRA limits), -1 for a retry when admitted or
+// never possible.
+func (d ThrottleDecision) rlResult() Result {
+	r := Result{Limited: d.Result.Limited, Limit: d.Result.Limit, Remaining: d.Result.Remaining, exactMs: true,
+		RetryAfter: -1, retryMs: -1}
+	if !d.retry.isNeg() {
+		r.RetryAfter, r.retryMs = d.retry.satNs(), d.retry.ceilMs()
+	}
+	ttl := d.ttl
+	if ttl.isNeg() {
+		ttl = i128{}
+	}
+	r.ResetAfter, r.resetMs = ttl.satNs(), ttl.ceilMs()
+	return r
 }
 
 const nsPerSec = 1_000_000_000
@@ -131,6 +151,7 @@ func (g GCRA) Decide(tat uint64, hasTAT bool, now, q int64) (ThrottleDecision, e
 	}
 	d.Result.RetryAfter = replySeconds(retry)
 	d.Result.ResetAfter = replySeconds(ttl)
+	d.retry, d.ttl = retry, ttl
 	if d.Write && d.TTLMs < -1 {
 		return d, ErrExpire
 	}

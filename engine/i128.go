@@ -95,3 +95,20 @@ func f64ToI64(f float64) int64 {
 	}
 	return int64(f)
 }
+
+// satNs is a >= 0 as an int64 of ns, saturated.
+func (a i128) satNs() int64 {
+	if a.hi != 0 || a.lo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(a.lo)
+}
+
+// ceilMs is a >= 0 ns in whole ms rounded up, saturated.
+func (a i128) ceilMs() int64 {
+	q, r := a.quoRem(1_000_000)
+	if r > 0 && q < math.MaxInt64 {
+		q++
+	}
+	return q
+}

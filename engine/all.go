@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+)
+
+// RL.ALL: several limits decided as one. Every limit is decided by its own
+// algorithm at one clock reading, exactly as its own command would decide
+// it then; if every limit admits, every new state is stored, and if any
+// rejects, nothing is (the rejecting keys included). Only the shards of
+// the keys are locked, in ascending index order, so concurrent calls
+// cannot deadlock and calls on other shards go on.
+//
+//	phase 1  lock the keys' shards, ascending; one decision time for all
+//	phase 2  look up and decide every limit (pure functions), and check
+//	         that every new key may be stored (maxmemory); nothing stored
+//	phase 3  all admitted: store every changed state; else store nothing
+//	         and answer, for the limits that did admit, their cost-0 peek
+
+// ErrSameKey: two limits of one call name the same key.
+var ErrSameKey = errors.New("engine: the same key twice in one call")
+
+// Limit is one limit of a Batch: a key and the algorithm and parameters
+// its own command would take. Kind is an RL.* kind, or KindThrottle for
+// CL.THROTTLE's GCRA (GCRA set, Params.Cost its quantity).
+type Limit struct {
+	Key    []byte // borrowed until Decide returns
+	Kind   Kind
+	Params Params
+	GCRA   GCRA
+}
+
+// limitState is a limit's decision while its shard is locked.
+type limitState struct {
+	s     *shard
+	si    int // the shard's index
+	h     uint64
+	found bool
+	cur   entry // the state found (zero if none)
+	next  entry // the state to store, if write
+	runs  []byte
+	write bool
+	// peek: the reply a cost-0 call would have had, for a limit that
+	// admitted in a call another limit rejected.
+	peek Result
+}
+
+// Batch is one RL.ALL call's limits and, after Decide, their results.
+// Keep one per connection and Reset it for each call: its buffers are
+// reused, so a call allocates nothing once they have grown. Not safe for
+// concurrent use.
+type Batch struct {
+	Limits []Limit
+	// Results holds, after Decide, each limit's reply in order: what its
+	// own command answered when every limit admitted; when one rejected,
+	// the rejecting limits' rejections and the others' cost-0 peeks.
+	Results []Result
+	states  []limitState
+	shards  []int    // the indexes of the limits' shards, ascending
+	runs    [][]byte // per limit: room for a new RL.LOG state's runs
+	peeks   []byte   // room for a peek's runs (discarded)
+}
+
+// Reset empties b for a new call.
+func (b *Batch) Reset() {
+	b.Limits, b.Results = b.Limits[:0], b.Results[:0]
+}
+
+// Add appends a limit.
+func (b *Batch) Add(l Limit) { b.Limits = append(b.Limits, l) }
+
+// Decide decides b's limits at now as one (see above) and reports whether
+// any rejected. On an error nothing is stored and at is the index of the
+// limit it concerns: ErrSameKey (at names the second), ErrWrongType,
+// ErrExpire (a GCRA whose TTL computes below -1 ms), or ErrOOM.
+func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
+	n := len(b.Limits)
+	for i := 1; i < n; i++ {
+		for j := range i {
+			if string(b.Limits[i].Key) == string(b.Limits[j].Key) {
+				return false, i, ErrSameKey
+			}
+		}
+	}
+	b.states = slices.Grow(b.states[:0], n)[:n]
+	b.Results = slices.Grow(b.Results[:0], n)[:n]
+	for len(b.runs) < n {
+		b.runs = append(b.runs, nil)
+	}
+
+	// Phase 1.
+	b.shards = b.shards[:0]
+	for i := range b.Limits {
+		s, h := st.e.shardOf(b.Limits[i].Key)
+		si := int((h >> 32) & st.e.mask) // as shardOf picks s
+		b.states[i] = limitState{s: s, si: si, h: h}
+		if !slices.Contains(b.shards, si) {
+			b.shards = append(b.shards, si)
+		}
+	}
+	slices.Sort(b.shards)
+	for _, si := range b.shards {
+		st.lock(st.e.shards[si])
+	}
+	defer func() {
+		for _, si := range b.shards {
+			st.unlock(st.e.shards[si])
+		}
+	}()
+	for _, si := range b.shards {
+		now = max(now, st.e.shards[si].latest)
+	}
+	for _, si := range b.shards {
+		st.e.shards[si].decisionTimeLocked(now)
+	}
+
+	// Phase 2.
+	for i := range b.Limits {
+		l, ls := &b.Limits[i], &b.states[i]
+		var curRuns []byte
+		_, ls.cur, _, curRuns, ls.found = ls.s.lookupRunsLocked(ls.h, l.Key, now)
+		if ls.found && ls.cur.kind != l.Kind {
+			return false, i, ErrWrongType
+		}
+		r, err := b.decideOne(i, curRuns, now)
+		if err != nil {
+			return false, i, err
+		}
+		b.Results[i] = r
+		limited = limited || r.Limited
+	}
+	if limited {
+		for i := range b.Limits {
+			if !b.Results[i].Limited {
+				b.Results[i] = b.states[i].peek
+			}
+		}
+		return true, 0, nil
+	}
+	for i := range b.Limits {
+		ls := &b.states[i]
+		if ls.write && !ls.found {
+			w, err := st.newKeyLocked(ls.s, b.Limits[i].Params.Cost == 0, now)
+			if err != nil {
+				return false, i, err
+			}
+			ls.write = w
+		}
+	}
+
+	// Phase 3. Each key is looked up again before it is stored: storing
+	// one limit may move another's record of the same shard.
+	if st.dry {
+		return false, 0, nil
+	}
+	for i := range b.Limits {
+		l, ls := &b.Limits[i], &b.states[i]
+		if !ls.write {
+			continue
+		}
+		off, _, end, _, _ := ls.s.lookupRunsLocked(ls.h, l.Key, now)
+		ls.s.putLocked(off, end, ls.h, l.Key, ls.next, ls.runs)
+	}
+	return false, 0, nil
+}
+
+// decideOne decides limit i against its state found (curRuns: an
+// RL.LOG's runs, borrowed from the shard), filling its state's next,
+// runs, write and peek, and returns its own command's reply.
+func (b *Batch) decideOne(i int, curRuns []byte, now int64) (Result, error) {
+	l, ls := &b.Limits[i], &b.states[i]
+	if l.Kind == KindThrottle {
+		var tat uint64
+		if ls.found {
+			tat = throttleOf(ls.cur.w).tat
+		}
+		d, err := l.GCRA.Decide(tat, ls.found, now, l.Params.Cost)
+		if err != nil {
+			return Result{}, err
+		}
+		r := d.rlResult()
+		if l.Params.Cost != 0 && d.Write {
+			// A guard (cost 0) is checked, never charged: its TAT stays.
+			ls.write = true
+			ls.next = entry{kind: KindThrottle, deadline: never}
+			if d.TTLMs >= 0 {
+				ls.next = redisExpiry(now/1_000_000 + d.TTLMs)
+			}
+			ls.next.w = throttleState{tat: d.NewTAT, farMs: ls.next.w.b}.words()
+		}
+		if !r.Limited {
+			p, _ := l.GCRA.Decide(tat, ls.found, now, 0)
+			ls.peek = p.rlResult()
+		}
+		return r, nil
+	}
+	a := algorithmOf(l.Kind)
+	p := l.Params
+	peekP := p
+	peekP.Cost = 0
+	var r Result
+	if a.hasRuns {
+		var cur held
+		if ls.found {
+			cur = held{w: ls.cur.w, runs: curRuns, deadline: ls.cur.deadline}
+		}
+		next, res, write := a.decideRuns(p, cur, now, b.runs[i][:0])
+		r, ls.write = res, write
+		if write {
+			ls.next = entry{kind: l.Kind, w: next.w, deadline: next.deadline}
+			ls.runs = next.runs
+			if cap(next.runs) <= 64<<10 {
+				b.runs[i] = next.runs[:0]
+			}
+		}
+		if !r.Limited {
+			var pn held
+			pn, ls.peek, _ = a.decideRuns(peekP, cur, now, b.peeks[:0])
+			if cap(pn.runs) <= 64<<10 {
+				b.peeks = pn.runs[:0]
+			}
+		}
+	} else {
+		next, res := a.decide(p, ls.cur.w, now) // cur is zero for a fresh key
+		r = res
+		ls.write = next != ls.cur.w
+		if ls.write {
+			ls.next = entry{kind: l.Kind, w: next, deadline: deadlineAfter(now, r.ResetAfter)}
+		}
+		if !r.Limited {
+			_, ls.peek = a.decide(peekP, ls.cur.w, now)
+		}
+	}
+	if ls.found && ls.cur.deadline < maxDeadline {
+		// As Store.Limit: a key that this call does not change expires
+		// at its deadline, which bounds the waits it reports.
+		if !ls.write {
+			r.clampTo(ls.cur.deadline - now)
+		}
+		ls.peek.clampTo(ls.cur.deadline - now)
+	}
+	return r, nil
+}
