@@ -37,7 +37,13 @@ type SweepStats struct {
 // (GOMAXPROCS=1) requests run between them instead of waiting for the Go
 // scheduler to preempt the sweep 10 ms later. Sweep must not run
 // concurrently with itself.
-func (e *Engine) Sweep(now int64) SweepStats {
+func (e *Engine) Sweep(now int64) SweepStats { return e.SweepCounting(now, nil) }
+
+// SweepCounting is Sweep that also tells onExpired, if not nil, how many
+// keys each step dropped, while the step still holds the shard's lock:
+// a count kept with it (INFO's expired_keys) never lags the keys gone,
+// where the pass's total arrives only once every shard was swept.
+func (e *Engine) SweepCounting(now int64, onExpired func(n int)) SweepStats {
 	var st SweepStats
 	for _, s := range e.shards {
 		var hold time.Duration // the pass's longest step in this shard
@@ -68,6 +74,9 @@ func (e *Engine) Sweep(now int64) SweepStats {
 			s.sweepAt = off
 			st.Examined += examined
 			st.Expired += expired
+			if onExpired != nil && expired > 0 {
+				onExpired(expired)
+			}
 			scanned += live
 			// Live records decide: dead ones (garbage awaiting compaction)
 			// say nothing about expiry, and a chunk of nothing but garbage

@@ -10,9 +10,9 @@ import (
 // RunExpiry drops expired keys in the background every interval until ctx
 // is done, counting them for INFO stats (expired_keys).
 func (n *Node) RunExpiry(ctx context.Context, interval time.Duration) {
+	counted := func(k int) { n.stats.expiredKeys.Add(int64(k)) }
 	clock.Every(ctx, interval, func() {
-		st := n.engine.Sweep(n.clock.Now())
-		n.stats.expiredKeys.Add(int64(st.Expired))
+		st := n.engine.SweepCounting(n.clock.Now(), counted)
 		for h := int64(st.LongestHold); ; {
 			if old := n.stats.expireHold.Load(); h <= old || n.stats.expireHold.CompareAndSwap(old, h) {
 				break // (a CONFIG RESETSTAT in between is not overwritten)
