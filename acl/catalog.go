@@ -102,7 +102,11 @@ type Command struct {
 	// what the command does with them.
 	FirstKey, LastKey, Step int
 	Keys                    Access
-	Channels                Channels
+	// NextKey, if set, finds the key arguments instead (a command with
+	// movable keys, RL.ALL): the key after the one at after (0: the
+	// first), 0 when there is none.
+	NextKey  func(args [][]byte, after int) int
+	Channels Channels
 }
 
 // Catalog is what the rules know of a command table: each command by ID

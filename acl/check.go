@@ -26,7 +26,13 @@ func (r *Rules) Check(c *Command, args [][]byte) (d Denial, at int) {
 	if !s.all && !c.NoAuth && !s.has(c.ID) && !s.firstArgAllowed(c.ID, args) {
 		return DeniedCommand, 0
 	}
-	if !r.allKeys && c.FirstKey > 0 {
+	if !r.allKeys && c.NextKey != nil {
+		for i := c.NextKey(args, 0); i > 0; i = c.NextKey(args, i) {
+			if !r.keyAllowed(args[i], c.Keys) {
+				return DeniedKey, i
+			}
+		}
+	} else if !r.allKeys && c.FirstKey > 0 {
 		last := c.LastKey
 		if last < 0 {
 			last += len(args)

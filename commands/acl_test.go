@@ -52,6 +52,7 @@ var redisCategories = map[string]string{
 	"command|info":            "@slow @connection",
 	"command|docs":            "@slow @connection",
 	"command|list":            "@slow @connection",
+	"command|getkeys":         "@slow @connection",
 	"config":                  "@slow",
 	"config|get":              "@admin @slow @dangerous",
 	"config|set":              "@admin @slow @dangerous",
@@ -123,6 +124,7 @@ var redisCategories = map[string]string{
 	// Redis 7.0 gives no category.
 	"cluster|handoff": "@admin @slow @dangerous",
 	"rl.fixed":        "@write @fast @ratelimit",
+	"rl.all":          "@write @fast @ratelimit",
 	"rl.log":          "@write @fast @ratelimit",
 	"rl.slide":        "@write @fast @ratelimit",
 	"rl.bucket":       "@write @fast @ratelimit",

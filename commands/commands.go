@@ -71,6 +71,7 @@ func NewTable() Table {
 			{Name: "info", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns information about one, multiple or all commands.", Run: cmdCommandInfo},
 			{Name: "docs", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns documentary information about one, multiple or all commands.", Run: cmdCommandDocs},
 			{Name: "list", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns a list of command names.", Run: cmdCommandList},
+			{Name: "getkeys", Arity: -3, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Extracts the key names from an arbitrary command.", Run: cmdCommandGetKeys},
 		})},
 		{Name: "config", Arity: -2, ACL: []string{"@slow"}, Group: server, Since: "2.0.0", Summary: "A container for server configuration commands.", Sub: subTable("config", []*Command{
 			{Name: "get", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the effective values of configuration parameters.", Run: cmdConfigGet},
@@ -150,6 +151,7 @@ func NewTable() Table {
 		{Name: "rl.log", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Sliding window log, exact: key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindLog)},
 		{Name: "rl.slide", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Sliding window counter (two windows, weighted): key limit window [COST n].", Peek: limiterPeek, Run: limiter(engine.KindSlide)},
 		{Name: "rl.bucket", Arity: -5, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Token bucket, exact refill: key capacity rate period [COST n].", Peek: limiterPeek, Run: limiter(engine.KindBucket)},
+		{Name: "rl.all", Arity: -5, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, NextKey: allNextKey, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.3.0", Summary: "Several limits in one all-or-nothing decision: key ALG args... [COST n] [AND key ALG args... [COST n]]...", Peek: allPeek, Run: cmdAll},
 		{Name: "rl.top", Arity: -1, Clockless: true, Flags: FlagReadOnly | FlagLoading | FlagStale, ACL: []string{"@read", "@slow", "@ratelimit"}, Group: rl, Since: "0.2.0", Summary: "The keys rejected most over the last minute: RL.TOP [count].", Run: cmdTop},
 		{Name: "cl.throttle", Arity: -1, Flags: FlagWrite | FlagModule, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@ratelimit"}, Group: rl, Since: "1.0.0", Summary: "GCRA rate limit, a drop-in for redis-cell: key max_burst count period [quantity].", Peek: throttlePeek, Run: cmdThrottle},
 	}

@@ -131,8 +131,9 @@ type Ctx struct {
 	Store engine.Store
 	fail  bool
 	// decision is what a limiter decided (Decide), for the node.
-	decision Decision
-	decided  bool
+	decision  Decision
+	decided   bool
+	decisions []Decision // several (RL.ALL), owned by the session
 }
 
 // Error writes err as an error reply (mapped to Redis wording) and marks

@@ -191,6 +191,41 @@ func ErrPeriod(arg []byte) Error {
 	return Error(fmt.Sprintf("ERR invalid period '%s': use an integer with ms, s, m, h or d, from 1ms to 3650d", arg))
 }
 
+// COMMAND GETKEYS, as Redis 7.0 words them.
+const (
+	ErrGetKeysCommand Error = "ERR Invalid command specified"
+	ErrGetKeysArity   Error = "ERR Invalid number of arguments specified for command"
+	ErrGetKeysNone    Error = "ERR The command has no key arguments"
+)
+
+// RL.ALL (docs/algorithms.md, "Several limits at once").
+const (
+	ErrAllSameKey  Error = "ERR the same key twice in one call"
+	ErrAllZeroRate Error = "ERR GCRA: zero rates are not supported"
+	ErrAllExpire   Error = "ERR GCRA: the expiry computes below -1 ms"
+)
+
+// ErrAllAlgorithm: an RL.ALL algorithm name that is none of the five.
+func ErrAllAlgorithm(arg []byte) Error {
+	return Error(fmt.Sprintf("ERR unknown algorithm '%s': use FIXED, SLIDE, LOG, BUCKET or GCRA", arg))
+}
+
+// ErrAllGroup is err as one group of an RL.ALL call met it: its own code
+// first (ERR, WRONGTYPE, OOM), so a client classifies it as it would the
+// single command's, then the group's number (from 1) and the message.
+func ErrAllGroup(group int, err error) Error {
+	switch {
+	case errors.Is(err, engine.ErrSameKey):
+		err = ErrAllSameKey
+	case errors.Is(err, engine.ErrZeroRate):
+		err = ErrAllZeroRate
+	case errors.Is(err, engine.ErrExpire):
+		err = ErrAllExpire
+	}
+	code, msg, _ := strings.Cut(errorReply(err), " ")
+	return Error(fmt.Sprintf("%s RL.ALL group %d: %s", code, group, msg))
+}
+
 // CL.THROTTLE keeps redis-cell's texts, which carry no "ERR " prefix
 // (docs/cl-throttle.md §2.3).
 const (

@@ -1,5 +1,7 @@
 package commands
 
+import "strings"
+
 // The COMMAND family, generated from the table.
 
 func cmdCommand(x *Ctx) {
@@ -51,5 +53,34 @@ func cmdCommandDocs(x *Ctx) {
 	for _, c := range cmds {
 		x.W.BulkString(c.Name)
 		c.writeDocs(x.W)
+	}
+}
+
+// cmdCommandGetKeys is COMMAND GETKEYS command args...: the keys of that
+// call, as the command finds them (movable ones included), with Redis
+// 7.0's errors.
+func cmdCommandGetKeys(x *Ctx) {
+	args := x.Args[2:]
+	c := x.N.Commands().Lookup(args[0])
+	if c != nil && c.Sub != nil && len(args) > 1 { // a subcommand: MEMORY USAGE key
+		c, args = c.Sub[strings.ToLower(string(args[1]))], args[1:]
+	}
+	switch {
+	case c == nil || c.Sub != nil:
+		x.Error(ErrGetKeysCommand)
+		return
+	case !c.ArityOK(len(args)):
+		x.Error(ErrGetKeysArity)
+		return
+	}
+	var keys []int
+	c.KeyPositions(args, func(i int) { keys = append(keys, i) })
+	if len(keys) == 0 {
+		x.Error(ErrGetKeysNone)
+		return
+	}
+	x.W.Array(len(keys))
+	for _, i := range keys {
+		x.W.Bulk(args[i])
 	}
 }

@@ -17,6 +17,9 @@ type Decision struct {
 	Kind    engine.Kind
 	Limited bool
 	Peek    bool
+	// Key is the index among the arguments of the key decided; 0 means
+	// the command's first key.
+	Key int
 }
 
 // Decide records the command's decision for the node's counters
@@ -26,6 +29,14 @@ func (x *Ctx) Decide(d Decision) { x.decision, x.decided = d, true }
 
 // Decision returns the decision the handler recorded, if any.
 func (x *Ctx) Decision() (Decision, bool) { return x.decision, x.decided }
+
+// decideAll records the decisions of a command that decided several
+// limits (RL.ALL), each naming its key. ds is owned by the session and
+// valid until its next command.
+func (x *Ctx) decideAll(ds []Decision) { x.decisions = ds }
+
+// Decisions returns the decisions decideAll recorded, if any.
+func (x *Ctx) Decisions() []Decision { return x.decisions }
 
 // SlowEntry is one SLOWLOG GET entry: id, Unix time (s), duration (µs),
 // the arguments (trimmed as Redis trims them), client address and name.

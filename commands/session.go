@@ -55,6 +55,10 @@ type Session struct {
 	// reply (TakePark).
 	park func(gone <-chan struct{}) func(Writer)
 
+	// all holds an RL.ALL call's limits, results and the records of its
+	// decisions, reused from call to call (all.go).
+	all allScratch
+
 	// The channels and patterns the connection subscribed to (pub/sub),
 	// and how many in all, for other connections (CLIENT KILL TYPE
 	// pubsub, CLIENT LIST).

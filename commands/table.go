@@ -46,6 +46,13 @@ type Command struct {
 	// FirstKey, LastKey, Step locate key arguments (Redis convention;
 	// LastKey -1 means the last argument). Zero FirstKey: no keys.
 	FirstKey, LastKey, Step int
+	// NextKey, if set, finds the keys instead, from the arguments: the
+	// index of the key after the one at after (after 0: the first), 0 when
+	// there is none. For a command with movable keys (RL.ALL), whose
+	// FirstKey..LastKey name only the first; COMMAND reports it
+	// "movablekeys". An iterator rather than a callback, so that the
+	// dispatcher's checks allocate nothing.
+	NextKey func(args [][]byte, after int) int
 	// ACL are the command's ACL categories, e.g. "@keyspace", in Redis's
 	// order (acl.CategoryNames): Redis's own for its commands, which
 	// include those its flags imply (write, read, admin and dangerous,
@@ -116,12 +123,19 @@ func (c *Command) ArityOK(n int) bool {
 	return n >= -c.Arity
 }
 
-// KeyPositions calls fn with the index of every key argument of a command
-// of nargs arguments.
-func (c *Command) KeyPositions(nargs int, fn func(i int)) {
+// KeyPositions calls fn with the index of every key argument of a call
+// of the command with args (name included).
+func (c *Command) KeyPositions(args [][]byte, fn func(i int)) {
+	if c.NextKey != nil {
+		for i := c.NextKey(args, 0); i > 0; i = c.NextKey(args, i) {
+			fn(i)
+		}
+		return
+	}
 	if c.FirstKey <= 0 {
 		return
 	}
+	nargs := len(args)
 	last := c.LastKey
 	if last < 0 {
 		last = nargs + last
@@ -145,6 +159,9 @@ func (c *Command) writeInfo(w Writer) {
 			flags = append(flags, f.name)
 		}
 	}
+	if c.NextKey != nil {
+		flags = append(flags, "movablekeys")
+	}
 	w.Set(len(flags))
 	for _, f := range flags {
 		w.Simple(f)
@@ -157,10 +174,18 @@ func (c *Command) writeInfo(w Writer) {
 		w.Simple(a)
 	}
 	w.Array(0) // tips
-	if c.FirstKey > 0 {
+	switch {
+	case c.NextKey != nil:
+		// The first key at its index, then the rest where only the
+		// command knows (Redis's "unknown" key spec): clients ask
+		// COMMAND GETKEYS.
+		w.Array(2)
+		c.writeKeySpec(w)
+		c.writeUnknownKeySpec(w)
+	case c.FirstKey > 0:
 		w.Array(1)
 		c.writeKeySpec(w)
-	} else {
+	default:
 		w.Array(0)
 	}
 	subs := Table(c.Sub).Sorted()
@@ -215,6 +240,27 @@ func (c *Command) writeKeySpec(w Writer) {
 	w.Int(int64(max(c.Step, 1)))
 	w.BulkString("limit")
 	w.Int(0)
+}
+
+// writeUnknownKeySpec writes a key spec whose keys only the command can
+// find (begin_search and find_keys of type "unknown", as Redis 7 reports
+// for such commands).
+func (c *Command) writeUnknownKeySpec(w Writer) {
+	flags := c.keySpecFlags()
+	w.Map(3)
+	w.BulkString("flags")
+	w.Set(len(flags))
+	for _, f := range flags {
+		w.Simple(f)
+	}
+	for _, part := range []string{"begin_search", "find_keys"} {
+		w.BulkString(part)
+		w.Map(2)
+		w.BulkString("type")
+		w.BulkString("unknown")
+		w.BulkString("spec")
+		w.Map(0)
+	}
 }
 
 // writeDocs writes the command's COMMAND DOCS map.
@@ -274,7 +320,7 @@ func (t Table) ACLCatalog() *acl.Catalog {
 	cmds := make([]acl.Command, 0, len(all))
 	for _, c := range all {
 		ac := acl.Command{ID: c.Index, Name: c.Name, Parent: -1, NoAuth: c.Has(FlagNoAuth),
-			FirstKey: c.FirstKey, LastKey: c.LastKey, Step: c.Step, Channels: c.Channels}
+			FirstKey: c.FirstKey, LastKey: c.LastKey, Step: c.Step, NextKey: c.NextKey, Channels: c.Channels}
 		for _, name := range c.ACL {
 			cat, ok := acl.ParseCategory(strings.TrimPrefix(name, "@"))
 			if !ok {

@@ -253,3 +253,34 @@ func TestAllAllocatesNothing(t *testing.T) {
 	call()
 	require.Zero(t, testing.AllocsPerRun(200, call), fmt.Sprintf("allocations per RL.ALL of three limits"))
 }
+
+// TestSweepCountsAsItDrops: the active sweep tells its count of expired
+// keys in the step that drops them, so a counter kept with it (INFO's
+// expired_keys) always equals the keys gone, mid-pass included. It was
+// told once per pass, after every shard: on a loaded machine DBSIZE
+// reached 0 while expired_keys still said a fraction.
+func TestSweepCountsAsItDrops(t *testing.T) {
+	e := New(8)
+	now := int64(1_700_000_000_000_000_000)
+	const keys = 50_000
+	for i := range keys {
+		_, err := e.Store().Limit(KindFixed, []byte("k"+strconv.Itoa(i)), Params{Limit: 5, Window: 1e9, Cost: 1}, now)
+		require.NoError(t, err)
+	}
+	held := func() int { // every shard's count, read from the sweeping goroutine
+		n := 0
+		for _, s := range e.shards {
+			n += s.count
+		}
+		return n
+	}
+	counted, calls := 0, 0
+	st := e.SweepCounting(now+2e9, func(n int) {
+		counted += n
+		calls++
+		require.Equal(t, keys-held(), counted, "keys dropped so far and keys counted")
+	})
+	require.Equal(t, keys, counted)
+	require.Equal(t, keys, st.Expired)
+	require.Greater(t, calls, 8, "counted step by step, not once per pass")
+}

@@ -46,6 +46,22 @@ func NewGCRA(maxBurst, count, period int64) (GCRA, error) {
 	return g, nil
 }
 
+// NewGCRAPeriod is NewGCRA with the period in ns, for RL.ALL's GCRA
+// limits, which take the RL.* period syntax. For a whole number of
+// seconds it derives exactly what NewGCRA does: the float64 of the exact
+// period in ns, divided by count.
+func NewGCRAPeriod(maxBurst, count, periodNs int64) (GCRA, error) {
+	g := GCRA{Limit: maxBurst + 1}
+	if count != 0 && periodNs != 0 {
+		g.EI = f64ToI64(float64(periodNs) / float64(count))
+	}
+	g.DVT = g.EI * g.Limit
+	if g.EI == 0 {
+		return g, ErrZeroRate
+	}
+	return g, nil
+}
+
 // emissionInterval is period*1e9/count computed as upstream does: the exact
 // 128-bit product rounded once to float64, a float division, then a
 // saturating truncation to int64 (§4.1).

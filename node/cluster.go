@@ -18,7 +18,7 @@ func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 // or the client is redirected. EXEC checks its whole queue at once; a
 // keyless command passes.
 func (n *Node) route(c *Client, cmd *commands.Command, args [][]byte) commands.Error {
-	if cmd.FirstKey > 0 && cmd.FirstKey == cmd.LastKey && len(args) > cmd.FirstKey {
+	if cmd.FirstKey > 0 && cmd.FirstKey == cmd.LastKey && cmd.NextKey == nil && len(args) > cmd.FirstKey {
 		// One key, the limiters' case: its slot's verdict says it all.
 		slot := cluster.Slot(args[cmd.FirstKey])
 		return n.verdict(slot, c.ReadOnlyCluster() && !writes(cmd, args))
@@ -64,7 +64,7 @@ type slotCheck struct {
 // check adds one command's keys; it reports whether the request is
 // refused already.
 func (r *slotCheck) check(cmd *commands.Command, args [][]byte) bool {
-	cmd.KeyPositions(len(args), func(i int) {
+	cmd.KeyPositions(args, func(i int) {
 		if r.err != "" {
 			return
 		}

@@ -88,6 +88,13 @@ func TestClusterRouting(t *testing.T) {
 		{cmd("DEL foo bar"), "-CROSSSLOT Keys in request don't hash to the same slot"},
 		{cmd("DEL bar foo"), "-CROSSSLOT Keys in request don't hash to the same slot"},
 		{cmd("EXISTS {bar}x {bar}y bar"), "1"}, // a hash tag: one slot
+		// RL.ALL: every key counts, however far in; a tenant's hash tag
+		// keeps one call's keys in one slot.
+		{cmd("RL.ALL bar FIXED 5 1m AND foo FIXED 5 1m"), "-CROSSSLOT Keys in request don't hash to the same slot"},
+		{cmd("RL.ALL {bar}:u FIXED 5 1m AND {bar}:d LOG 5 1m AND foo FIXED 5 1m"), "-CROSSSLOT Keys in request don't hash to the same slot"},
+		{cmd("RL.ALL foo FIXED 5 1m AND {foo}:d LOG 5 1m"), "-MOVED 12182 127.0.0.1:7302"},
+		{cmd("RL.ALL {bar}:u FIXED 5 1m AND {bar}:d LOG 5 1m"), "[0 5 4 -1 60000 1 [[0 5 4 -1 40000] [0 5 4 -1 60000]]]"},
+		{cmd("DEL {bar}:u {bar}:d"), "2"},
 		{cmd("EXISTS bar bar"), "2"},
 		{cmd("CLUSTER COUNTKEYSINSLOT 5061"), "1"},
 		{cmd("CLUSTER GETKEYSINSLOT 5061 10"), `["bar"]`},

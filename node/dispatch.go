@@ -199,6 +199,9 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 	if d, ok := x.Decision(); ok {
 		n.decided(c, d, args[cmd.FirstKey])
 	}
+	for _, d := range x.Decisions() {
+		n.decided(c, d, args[d.Key])
+	}
 	c.mark = end
 	if x.Failed() {
 		cs[nFailed].Add(1)
@@ -267,7 +270,7 @@ func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Er
 		return cmd, commands.ErrWrongArgs(cmd.Name)
 	}
 	tooLong := false
-	cmd.KeyPositions(len(args), func(i int) {
+	cmd.KeyPositions(args, func(i int) {
 		if len(args[i]) > n.cfg.Limits.MaxKeyLen {
 			tooLong = true
 		}

@@ -1,0 +1,267 @@
+package commands
+
+import (
+	"math"
+	"strings"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// RL.ALL key ALG args... [COST n] [AND key ALG args... [COST n]]...
+//
+// Several limits in one all-or-nothing decision (docs/algorithms.md,
+// "Several limits at once"). A group is a key, an algorithm and its
+// parameters as its own command takes them, then an optional COST; AND
+// starts the next group. The grammar is positional, so a key named COST
+// or AND is never ambiguous:
+//
+//	FIXED  limit window                 as RL.FIXED
+//	SLIDE  limit window                 as RL.SLIDE
+//	LOG    limit window                 as RL.LOG
+//	BUCKET capacity rate period         as RL.BUCKET
+//	GCRA   max_burst count period       as CL.THROTTLE (COST is its quantity)
+//
+// The reply is [limited, limit, remaining, retry_after_ms, reset_after_ms,
+// index, per_limit]: the first five where a single limiter puts them.
+
+// allScratch is a session's RL.ALL state, reused from call to call.
+type allScratch struct {
+	batch     engine.Batch
+	keyArgs   []int // each group's key, as an argument index
+	decisions []Decision
+}
+
+// allParams is how many parameters each algorithm takes after its name.
+func allParams(alg []byte) (engine.Kind, int, bool) {
+	switch {
+	case strings.EqualFold(string(alg), "FIXED"):
+		return engine.KindFixed, 2, true
+	case strings.EqualFold(string(alg), "SLIDE"):
+		return engine.KindSlide, 2, true
+	case strings.EqualFold(string(alg), "LOG"):
+		return engine.KindLog, 2, true
+	case strings.EqualFold(string(alg), "BUCKET"):
+		return engine.KindBucket, 3, true
+	case strings.EqualFold(string(alg), "GCRA"):
+		return engine.KindThrottle, 3, true
+	}
+	return 0, 0, false
+}
+
+// allGroups walks the groups of an RL.ALL call: fn gets each group's
+// number (from 1), the index of its key, its kind, its parameters and its
+// COST argument (nil if none). It stops at the first malformed group,
+// returning its number and the error.
+func allGroups(args [][]byte, fn func(g, key int, kind engine.Kind, params [][]byte, cost []byte) error) (int, error) {
+	g := 0
+	for i := 1; ; {
+		g++
+		if i+1 >= len(args) {
+			return g, ErrSyntax
+		}
+		kind, np, ok := allParams(args[i+1])
+		if !ok {
+			return g, ErrAllAlgorithm(args[i+1])
+		}
+		j := i + 2 + np
+		if j > len(args) {
+			return g, ErrSyntax
+		}
+		var cost []byte
+		if j < len(args) && strings.EqualFold(string(args[j]), "COST") {
+			if j+1 >= len(args) {
+				return g, ErrSyntax
+			}
+			cost, j = args[j+1], j+2
+		}
+		if err := fn(g, i, kind, args[i+2:i+2+np], cost); err != nil {
+			return g, err
+		}
+		if j == len(args) {
+			return 0, nil
+		}
+		if !strings.EqualFold(string(args[j]), "AND") {
+			return g, ErrSyntax
+		}
+		i = j + 1
+	}
+}
+
+// allNextKey is RL.ALL's key iterator (Command.NextKey): the index of
+// the key after the one at after (after 0: the first key), 0 when there
+// is none or the groups stop being well formed. It parses only what it
+// must to find the next AND, and allocates nothing.
+func allNextKey(args [][]byte, after int) int {
+	if after == 0 {
+		if len(args) > 1 {
+			return 1
+		}
+		return 0
+	}
+	if after+1 >= len(args) {
+		return 0
+	}
+	_, np, ok := allParams(args[after+1])
+	if !ok {
+		return 0
+	}
+	j := after + 2 + np
+	if j+1 < len(args) && strings.EqualFold(string(args[j]), "COST") {
+		j += 2
+	}
+	if j+1 < len(args) && strings.EqualFold(string(args[j]), "AND") {
+		return j + 1
+	}
+	return 0
+}
+
+// allPeek reports whether an RL.ALL call charges nothing: every group
+// has COST 0 (a replica serves such a call from its replicated state).
+func allPeek(args [][]byte) bool {
+	peek := true
+	_, err := allGroups(args, func(_, _ int, _ engine.Kind, _ [][]byte, cost []byte) error {
+		v, ok := parseInt64(cost)
+		peek = peek && cost != nil && ok && v == 0
+		return nil
+	})
+	return err == nil && peek
+}
+
+// parseAllLimit parses one group's parameters and cost into a limit.
+func parseAllLimit(key []byte, kind engine.Kind, params [][]byte, cost []byte) (engine.Limit, error) {
+	l := engine.Limit{Key: key, Kind: kind, Params: engine.Params{Cost: 1}}
+	var ints [2]int64
+	for i := range len(params) - 1 {
+		v, ok := parseInt64(params[i])
+		if !ok {
+			return l, ErrNotInteger
+		}
+		if v < 0 {
+			return l, ErrNotPositive
+		}
+		ints[i] = v
+	}
+	period, err := clock.ParsePeriod(params[len(params)-1])
+	if err != nil {
+		return l, ErrPeriod(params[len(params)-1])
+	}
+	if cost != nil {
+		v, ok := parseInt64(cost)
+		if !ok {
+			return l, ErrNotInteger
+		}
+		if v < 0 {
+			return l, ErrNotPositive
+		}
+		l.Params.Cost = v
+	}
+	switch kind {
+	case engine.KindThrottle:
+		if ints[1] == 0 {
+			return l, ErrAllZeroRate
+		}
+		if l.GCRA, err = engine.NewGCRAPeriod(ints[0], ints[1], period); err != nil {
+			return l, err
+		}
+	case engine.KindBucket:
+		if ints[1] == 0 {
+			return l, ErrNotPositive
+		}
+		l.Params.Limit, l.Params.Rate, l.Params.Window = ints[0], ints[1], period
+	default:
+		l.Params.Limit, l.Params.Window = ints[0], period
+	}
+	return l, nil
+}
+
+func cmdAll(x *Ctx) {
+	a := &x.C.all
+	b := &a.batch
+	b.Reset()
+	a.keyArgs = a.keyArgs[:0]
+	if g, err := allGroups(x.Args, func(_, key int, kind engine.Kind, params [][]byte, cost []byte) error {
+		l, err := parseAllLimit(x.Args[key], kind, params, cost)
+		b.Add(l)
+		a.keyArgs = append(a.keyArgs, key)
+		return err
+	}); err != nil {
+		x.Error(ErrAllGroup(g, err))
+		return
+	}
+	limited, at, err := x.Store.Decide(b, x.Now)
+	if err != nil {
+		x.Error(ErrAllGroup(at+1, err))
+		return
+	}
+
+	// The summary, in the single limiter's positions: the deciding
+	// limit (index), its limit, the calls left, the waits.
+	index, remaining := 0, int64(0)
+	retry, reset := int64(-1), int64(0)
+	never := false
+	best := int64(-1)
+	for i, r := range b.Results {
+		ri, si := r.Millis()
+		reset = max(reset, si)
+		switch {
+		case limited:
+			if !r.Limited || never {
+				continue
+			}
+			if ri < 0 { // this limit can never admit the call
+				never, index, retry = true, i, -1
+			} else if ri > retry {
+				index, retry = i, ri
+			}
+		default:
+			// Calls of the same cost still admitted now: a guard (cost
+			// 0) never runs out, unless every limit is one.
+			calls := int64(math.MaxInt64)
+			if c := b.Limits[i].Params.Cost; c > 0 {
+				calls = max(r.Remaining, 0) / c
+			}
+			if best < 0 || calls < best {
+				index, best = i, calls
+			}
+		}
+	}
+	if !limited {
+		remaining = best
+		if best == math.MaxInt64 { // guards only: the least remaining
+			for i, r := range b.Results {
+				if i == 0 || r.Remaining < remaining {
+					index, remaining = i, r.Remaining
+				}
+			}
+		}
+	}
+
+	a.decisions = a.decisions[:0]
+	for i, r := range b.Results {
+		if limited && !r.Limited {
+			continue // checked, not charged: not a decision of its own
+		}
+		a.decisions = append(a.decisions, Decision{Kind: b.Limits[i].Kind, Limited: r.Limited,
+			Peek: !limited && b.Limits[i].Params.Cost == 0, Key: a.keyArgs[i]})
+	}
+	x.decideAll(a.decisions)
+
+	w := x.W
+	w.Array(7)
+	if limited {
+		w.Int(1)
+	} else {
+		w.Int(0)
+	}
+	w.Int(b.Results[index].Limit)
+	w.Int(remaining)
+	w.Int(retry)
+	w.Int(reset)
+	w.Int(int64(index + 1))
+	w.Array(len(b.Results))
+	for _, r := range b.Results {
+		ri, si := r.Millis()
+		writeLimitReply(w, r.Limited, r.Limit, r.Remaining, ri, si)
+	}
+}
