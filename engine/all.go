@@ -100,6 +100,10 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 		}
 	}
 	slices.Sort(b.shards)
+	if len(b.shards) > 1 && !st.held {
+		st.e.cut.RLock() // a consistent cut never splits the call (Engine.cut)
+		defer st.e.cut.RUnlock()
+	}
 	for _, si := range b.shards {
 		st.lock(st.e.shards[si])
 	}

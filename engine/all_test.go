@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -283,4 +284,70 @@ func TestSweepCountsAsItDrops(t *testing.T) {
 	require.Equal(t, keys, counted)
 	require.Equal(t, keys, st.Expired)
 	require.Greater(t, calls, 8, "counted step by step, not once per pass")
+}
+
+// TestFeedReadsAConsistentCut: a write that spans shards (EXEC's Atomic,
+// an RL.ALL over two shards) is never half in what a feed reads (a
+// snapshot, the replication stream). The write is started between the
+// shards a feed reads, on two keys of which the feed has read one shard
+// and not the other; the feed must report both keys or neither. Without
+// the engine's cut lock the feed reported one of the two.
+func TestFeedReadsAConsistentCut(t *testing.T) {
+	now := int64(1_700_000_000_000_000_000)
+	for _, how := range []string{"atomic", "batch"} {
+		t.Run(how, func(t *testing.T) {
+			e := New(4)
+			f := e.NewFeed()
+			// Two keys: one in shard 0, read first, one in shard 3, read last.
+			var k0, k3 []byte
+			for i := 0; k0 == nil || k3 == nil; i++ {
+				k := []byte("k" + strconv.Itoa(i))
+				_, h := e.shardOf(k)
+				switch (h >> 32) & e.mask {
+				case 0:
+					k0 = k
+				case 3:
+					k3 = k
+				}
+			}
+			write := func() {
+				p := Params{Limit: 10, Window: 60e9, Cost: 1}
+				if how == "atomic" {
+					e.Atomic(func(st Store) {
+						_, err := st.Limit(KindFixed, k0, p, now)
+						require.NoError(t, err)
+						_, err = st.Limit(KindFixed, k3, p, now)
+						require.NoError(t, err)
+					})
+					return
+				}
+				var b Batch
+				b.Add(Limit{Key: k0, Kind: KindFixed, Params: p})
+				b.Add(Limit{Key: k3, Kind: KindFixed, Params: p})
+				_, _, err := e.Store().Decide(&b, now)
+				require.NoError(t, err)
+			}
+			done := make(chan struct{})
+			once := false
+			betweenShards = func() {
+				if once {
+					return
+				}
+				once = true
+				go func() { write(); close(done) }()
+				select {
+				case <-done: // the write ran between the shards: it must not have
+				case <-time.After(200 * time.Millisecond): // it waits for the cut: a loaded machine can only make this pass
+				}
+			}
+			t.Cleanup(func() { betweenShards = nil })
+			got := map[string]bool{}
+			f.Next(func(r Record) { got[r.Key] = true })
+			<-done
+			require.Equal(t, got[string(k0)], got[string(k3)], "the feed read %v of the pair %s, %s", got, k0, k3)
+			got = map[string]bool{}
+			f.Next(func(r Record) { got[r.Key] = true })
+			require.True(t, got[string(k0)] && got[string(k3)], "the next read has both: %v", got)
+		})
+	}
 }

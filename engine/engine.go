@@ -3,6 +3,7 @@ package engine
 import (
 	"hash/maphash"
 	"math/bits"
+	"sync"
 	"sync/atomic"
 )
 
@@ -19,6 +20,16 @@ type Engine struct {
 	large atomic.Bool
 	// mem is the memory pressure the node reports (maxmemory.go).
 	mem pressure
+	// cut orders the writes that span shards against the readers that
+	// walk them: a write over several shards (Atomic, a Batch over
+	// several, Flush) holds it shared; a reader of the changes or of the
+	// whole keyspace (Feed.Next, Feed.NextEach, Dump) holds it alone, so
+	// what it reads is a consistent cut, every such write wholly before
+	// it or wholly after: a snapshot or a replica never holds half of
+	// one, whatever happens next. A write to one shard is atomic under
+	// that shard's lock and does not take it. Lock order: cut, then the
+	// shards.
+	cut sync.RWMutex
 }
 
 // MaxShards bounds the shard count: a SCAN cursor holds a shard index above
@@ -81,6 +92,8 @@ func (e *Engine) Store() Store { return Store{e: e} }
 // order, so concurrent Atomic calls cannot deadlock. fn must not call
 // Engine.Store or Atomic.
 func (e *Engine) Atomic(fn func(Store)) {
+	e.cut.RLock()
+	defer e.cut.RUnlock()
 	for _, s := range e.shards {
 		s.mu.Lock()
 	}

@@ -76,10 +76,15 @@ func (e *Engine) NewFeed() *Feed {
 // the previous call: the receiver must drop everything it holds before
 // applying the records. The records own their memory.
 func (f *Feed) Next(fn func(Record)) (flushed bool) {
+	f.e.cut.Lock()
+	defer f.e.cut.Unlock()
 	var recs []Record
 	deleted := func(k string) { recs = append(recs, Record{Key: k}) }
 	written := func(p parsed) { recs = append(recs, recordOf(p)) }
-	for _, s := range f.e.shards {
+	for i, s := range f.e.shards {
+		if betweenShards != nil && i > 0 {
+			betweenShards()
+		}
 		recs = recs[:0]
 		s.mu.Lock()
 		flushed = f.takeLocked(s, deleted, written) || flushed
@@ -95,6 +100,8 @@ func (f *Feed) Next(fn func(Record)) (flushed bool) {
 // at once (replication): fn gets each change while its shard is locked,
 // the key and the record (Key empty, Log reused) borrowed for the call.
 func (f *Feed) NextEach(fn func(key []byte, r *Record)) (flushed bool) {
+	f.e.cut.Lock()
+	defer f.e.cut.Unlock()
 	var r Record
 	deleted := func(k string) {
 		r = Record{}
@@ -238,3 +245,7 @@ func (s *shard) flushedLocked() {
 		fs.dirty, fs.deleted, fs.n, fs.flushed = fs.dirty[:0], nil, 0, true
 	}
 }
+
+// betweenShards, if set (tests only), runs in Next between the shards it
+// reads.
+var betweenShards func()

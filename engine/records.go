@@ -29,6 +29,8 @@ func recordOf(p parsed) Record {
 // Dump passes fn the record of every live key (a full snapshot or a full
 // resynchronisation), shard by shard.
 func (e *Engine) Dump(now int64, fn func(Record)) {
+	e.cut.Lock()
+	defer e.cut.Unlock()
 	var recs []Record
 	for _, s := range e.shards {
 		recs = recs[:0]

@@ -123,6 +123,10 @@ func (st Store) Memory() MemoryStats {
 
 // Flush removes every key.
 func (st Store) Flush() {
+	if !st.held {
+		st.e.cut.RLock()
+		defer st.e.cut.RUnlock()
+	}
 	for _, s := range st.e.shards {
 		st.lock(s)
 		s.mem.release()

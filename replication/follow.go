@@ -333,6 +333,7 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 	if err := ack(); err != nil {
 		return err
 	}
+	var unit []pendingFrame // the frames of a unit read so far ('m'...), not applied yet
 	for {
 		conn.SetReadDeadline(time.Now().Add(min(replTimeout, ackEvery)))
 		raw, f, err := readFrame(br)
@@ -355,31 +356,20 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 		if frameRead != nil {
 			frameRead(f.kind)
 		}
+		if f.kind == frameMore {
+			unit = append(unit, pendingFrame{raw, f}) // applied with the frame that ends the unit
+			continue
+		}
+		unit = append(unit, pendingFrame{raw, f})
 		err = u.applying(ctx, func() error {
-			u.follow(f.now)
-			switch f.kind {
-			case frameHeartbeat:
-			case frameFlush:
-				m.e.Store().Flush()
-			case frameRecords:
-				if err := f.records(func(r engine.Record) error {
-					m.e.Apply(r, f.now)
-					return nil
-				}); err != nil {
+			for _, p := range unit {
+				if err := u.applyFrame(p.raw, p.f); err != nil {
 					return err
 				}
-			default:
-				return fmt.Errorf("%w: %q in the stream", errFrame, f.kind)
 			}
-			m.mu.Lock()
-			m.appendLocked(raw)
-			if f.kind != frameHeartbeat {
-				m.lastState = m.offset
-			}
-			u.lastIO = time.Now()
-			m.mu.Unlock()
 			return nil
 		})
+		unit = unit[:0]
 		if frameDone != nil {
 			frameDone(f.kind, err)
 		}
@@ -392,6 +382,43 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 			}
 		}
 	}
+}
+
+// pendingFrame is a frame read and not yet applied: its bytes as sent
+// and decoded.
+type pendingFrame struct {
+	raw []byte
+	f   frame
+}
+
+// applyFrame applies one frame of the stream: the clock, the keyspace,
+// then the frame's bytes to this node's stream (backlog, its own
+// replicas). m.apply is held.
+func (u *upstream) applyFrame(raw []byte, f frame) error {
+	m := u.m
+	u.follow(f.now)
+	switch f.kind {
+	case frameHeartbeat:
+	case frameFlush:
+		m.e.Store().Flush()
+	case frameRecords, frameMore:
+		if err := f.records(func(r engine.Record) error {
+			m.e.Apply(r, f.now)
+			return nil
+		}); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%w: %q in the stream", errFrame, f.kind)
+	}
+	m.mu.Lock()
+	m.appendLocked(raw)
+	if f.kind != frameHeartbeat {
+		m.lastState = m.offset
+	}
+	u.lastIO = time.Now()
+	m.mu.Unlock()
+	return nil
 }
 
 // readFrame reads one whole frame: its bytes as sent, and decoded.

@@ -78,7 +78,7 @@ func records(e *engine.Engine, now int64) map[string]engine.Record {
 // promotion must not be replaced. Before the fix the link applied it
 // (the clock walked back 9 s and the key was the old primary's).
 func TestStoppedLinkAppliesNothing(t *testing.T) {
-	for _, how := range []string{"promote", "switch"} {
+	for _, how := range []string{"promote", "switch", "promote mid-unit"} {
 		t.Run(how, func(t *testing.T) {
 			own := clock.NewManual(t0 - int64(time.Hour)) // the replica's wall clock is an hour behind
 			clk := clock.NewTimeline(own, 0)
@@ -119,6 +119,14 @@ func TestStoppedLinkAppliesNothing(t *testing.T) {
 			fw.close()
 			fw.frame(frameSyncEnd, t0)
 			late := fixedRecord(t, "k", t0+int64(time.Second))
+			if how == "promote mid-unit" {
+				// One pump cut in two frames: an 'm' with another key,
+				// then the 'r' that ends the unit, held. Neither half may
+				// be applied: the replica takes a unit whole or not at all.
+				fw.open(frameMore, t0+int64(time.Second))
+				fw.buf = appendEntry(fw.buf, []byte("k0"), &engine.Record{Key: "k0", Kind: engine.KindFixed, Deadline: late.Deadline, A: late.A, B: late.B, C: late.C})
+				fw.close()
+			}
 			fw.record(late, t0+int64(time.Second)) // decided after the sync, read but held
 			fw.close()
 			_, err := conn.Write(fw.buf)
@@ -133,7 +141,7 @@ func TestStoppedLinkAppliesNothing(t *testing.T) {
 			conn.Close() // the primary goes, its frame in flight
 
 			switch how {
-			case "promote":
+			case "promote", "promote mid-unit":
 				m.NoOne()
 				require.False(t, clk.Following())
 				require.Equal(t, t0, clk.Now(), "promoted at the primary's last reading applied")
@@ -158,7 +166,8 @@ func TestStoppedLinkAppliesNothing(t *testing.T) {
 			}
 			require.Equal(t, now, clk.Now(), "the clock moved after the link was stopped")
 			require.Equal(t, before, records(e, now), "the keyspace changed after the link was stopped")
-			if how == "promote" {
+			require.NotContains(t, before, "k0", "half of a unit was applied")
+			if how != "switch" {
 				require.NotEqual(t, late, before["k"], "k holds the promoted node's own decision")
 			} else {
 				require.NotContains(t, before, "k")

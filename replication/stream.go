@@ -19,6 +19,9 @@ import (
 //
 //	'h' heartbeat:  clock
 //	'r' records:    clock | (key length uvarint | key | record length uvarint | record)...
+//	'm' records, more to come: as 'r'; the frames of one pump are one unit,
+//	                'm' frames ended by an 'r', which a replica applies
+//	                together or not at all
 //	'f' flush:      clock (FLUSHALL: drop every key, then go on)
 //	's' sync start: clock (a full sync's records follow, then 'e')
 //	'e' sync end:   clock
@@ -30,6 +33,7 @@ import (
 const (
 	frameHeartbeat = 'h'
 	frameRecords   = 'r'
+	frameMore      = 'm'
 	frameFlush     = 'f'
 	frameSyncStart = 's'
 	frameSyncEnd   = 'e'
@@ -94,7 +98,9 @@ func (f *frameWriter) record(r engine.Record, now int64) {
 
 // entries adds records frames (at now) holding the entries in body,
 // whose ends are bounds: as many whole entries per frame as fit under
-// recordsFrameCut (at least one).
+// recordsFrameCut (at least one). They are one unit: every frame but the
+// last is an 'm', so a replica applies all of them or none (a write that
+// spanned shards is in one pump, Engine's consistent cut).
 func (f *frameWriter) entries(body []byte, bounds []int, now int64) {
 	f.close()
 	from := 0
@@ -103,7 +109,11 @@ func (f *frameWriter) entries(body []byte, bounds []int, now int64) {
 		for j < len(bounds) && bounds[j]-from <= recordsFrameCut {
 			j++
 		}
-		f.open(frameRecords, now)
+		kind := byte(frameRecords)
+		if j < len(bounds) {
+			kind = frameMore
+		}
+		f.open(kind, now)
 		f.buf = append(f.buf, body[from:bounds[j-1]]...)
 		f.close()
 		from, i = bounds[j-1], j
@@ -159,7 +169,7 @@ func parseFrame(b []byte) (frame, int, error) {
 		return frame{}, 0, errFrame
 	}
 	switch b[0] {
-	case frameHeartbeat, frameRecords, frameFlush, frameSyncStart, frameSyncEnd:
+	case frameHeartbeat, frameRecords, frameMore, frameFlush, frameSyncStart, frameSyncEnd:
 	default:
 		return frame{}, 0, fmt.Errorf("%w: kind %q", errFrame, b[0])
 	}
