@@ -142,3 +142,45 @@ func TestLocalAnswersAsRlserver(t *testing.T) {
 	}
 	_ = c
 }
+
+// TestAllowAll: several limits of every algorithm through AllowAll, on
+// rlserver and in process (Local), call after call on the manual clock:
+// the two answer exactly the same, a refused call charges nothing (its
+// other limits' answers are peeks), and a guard of cost 0 is never
+// charged.
+func TestAllowAll(t *testing.T) {
+	lim, c, _ := newLimiter(t)
+	local := client.NewLocalAt(func() int64 { return rltest.StartNs })
+	ctx := context.Background()
+	limits := []client.Limit{
+		{Key: "{t}:u:s", Policy: client.Policy{Algorithm: client.Bucket, Limit: 5, Rate: 5, Period: time.Second}, Cost: 1},
+		{Key: "{t}:u:d", Policy: client.Policy{Algorithm: client.Fixed, Limit: 3, Period: time.Hour}, Cost: 1},
+		{Key: "{t}:u:g", Policy: client.Policy{Algorithm: client.GCRA, Limit: 10, Rate: 10, Period: time.Minute}, Cost: 1},
+		{Key: "{t}:u:l", Policy: client.Policy{Algorithm: client.Log, Limit: 10, Period: time.Minute}, Cost: 2},
+		{Key: "{t}", Policy: client.Policy{Algorithm: client.Slide, Limit: 100, Period: time.Minute}, Cost: 0},
+	}
+	var allowed int
+	for i := range 5 {
+		want, err := lim.AllowAll(ctx, limits)
+		require.NoError(t, err)
+		got, err := local.AllowAll(ctx, limits)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "call %d", i)
+		if want.Allowed {
+			allowed++
+			require.Equal(t, int64(3-allowed), want.Remaining, "call %d: the day's limit has the fewest calls left", i)
+			require.Equal(t, 1, want.Index)
+		} else {
+			require.Equal(t, 1, want.Index, "call %d: the day's limit refuses", i)
+			require.Equal(t, want.Each[1].RetryAfter, want.RetryAfter)
+			require.True(t, want.Each[0].Allowed, "call %d: the bucket's peek", i)
+		}
+	}
+	require.Equal(t, 3, allowed)
+	require.Equal(t, "[0 5 2 -1 600]", c.Do("RL.BUCKET", "{t}:u:s", "5", "5", "1s", "COST", "0"), "charged by the three allowed calls only")
+	require.Equal(t, "0", c.Do("EXISTS", "{t}"), "the guard was never charged")
+	_, err := lim.AllowAll(ctx, nil)
+	require.ErrorIs(t, err, client.ErrPolicy)
+	_, err = local.AllowAll(ctx, []client.Limit{{Key: "x", Policy: client.Policy{Algorithm: client.Fixed, Limit: 1}}})
+	require.ErrorIs(t, err, client.ErrPolicy)
+}

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"math"
 	"strings"
 
 	"github.com/rlserver/rlserver/clock"
@@ -195,47 +194,7 @@ func cmdAll(x *Ctx) {
 		return
 	}
 
-	// The summary, in the single limiter's positions: the deciding
-	// limit (index), its limit, the calls left, the waits.
-	index, remaining := 0, int64(0)
-	retry, reset := int64(-1), int64(0)
-	never := false
-	best := int64(-1)
-	for i, r := range b.Results {
-		ri, si := r.Millis()
-		reset = max(reset, si)
-		switch {
-		case limited:
-			if !r.Limited || never {
-				continue
-			}
-			if ri < 0 { // this limit can never admit the call
-				never, index, retry = true, i, -1
-			} else if ri > retry {
-				index, retry = i, ri
-			}
-		default:
-			// Calls of the same cost still admitted now: a guard (cost
-			// 0) never runs out, unless every limit is one.
-			calls := int64(math.MaxInt64)
-			if c := b.Limits[i].Params.Cost; c > 0 {
-				calls = max(r.Remaining, 0) / c
-			}
-			if best < 0 || calls < best {
-				index, best = i, calls
-			}
-		}
-	}
-	if !limited {
-		remaining = best
-		if best == math.MaxInt64 { // guards only: the least remaining
-			for i, r := range b.Results {
-				if i == 0 || r.Remaining < remaining {
-					index, remaining = i, r.Remaining
-				}
-			}
-		}
-	}
+	index, remaining, retry, reset := b.Summary(limited)
 
 	a.decisions = a.decisions[:0]
 	for i, r := range b.Results {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"math"
 	"slices"
 )
 
@@ -245,4 +246,53 @@ func (b *Batch) decideOne(i int, curRuns []byte, now int64) (Result, error) {
 		ls.peek.clampTo(ls.cur.deadline - now)
 	}
 	return r, nil
+}
+
+// Summary is the call's answer in a single limiter's positions, after
+// Decide reported limited (docs/algorithms.md, "Several limits at once"):
+// index, the deciding limit (from 0): when limited, the rejecting limit
+// with the longest wait (one that can never admit counts as the longest;
+// ties: the lowest index), else the one with the fewest calls left;
+// remaining, the identical calls still admitted now (0 when limited; a
+// guard of cost 0 never runs out, and a call of guards only answers their
+// least remaining); retryMs, the longest wait of the rejecting limits in
+// ms (-1 when admitted or never); resetMs, the longest reset of all.
+func (b *Batch) Summary(limited bool) (index int, remaining, retryMs, resetMs int64) {
+	retryMs = -1
+	never := false
+	best := int64(-1)
+	for i, r := range b.Results {
+		ri, si := r.Millis()
+		resetMs = max(resetMs, si)
+		switch {
+		case limited:
+			if !r.Limited || never {
+				continue
+			}
+			if ri < 0 { // this limit can never admit the call
+				never, index, retryMs = true, i, -1
+			} else if ri > retryMs {
+				index, retryMs = i, ri
+			}
+		default:
+			calls := int64(math.MaxInt64)
+			if c := b.Limits[i].Params.Cost; c > 0 {
+				calls = max(r.Remaining, 0) / c
+			}
+			if best < 0 || calls < best {
+				index, best = i, calls
+			}
+		}
+	}
+	if !limited {
+		remaining = best
+		if best == math.MaxInt64 { // guards only: the least remaining
+			for i, r := range b.Results {
+				if i == 0 || r.Remaining < remaining {
+					index, remaining = i, r.Remaining
+				}
+			}
+		}
+	}
+	return index, remaining, retryMs, resetMs
 }

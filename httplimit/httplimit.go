@@ -33,10 +33,33 @@ type Allower interface {
 	Allow(ctx context.Context, key string, p client.Policy, cost int64) (client.Result, error)
 }
 
-// Rule is a route's limit: a name (RateLimit-Policy's) and a policy.
+// MultiAllower decides several limits as one, all or nothing
+// (client.Limiter and client.Local): what a Rule with Also needs.
+type MultiAllower interface {
+	AllowAll(ctx context.Context, limits []client.Limit) (client.Results, error)
+}
+
+// Rule is a route's limit: a name (RateLimit-Policy's) and a policy, per
+// caller; and, in Also, more limits decided with it as one (RL.ALL): a
+// request passes only if every limit allows it, and a refused request
+// charges none of them, so a caller over its own limit does not eat a
+// tenant's or the whole API's.
 type Rule struct {
 	Name   string
 	Policy client.Policy
+	Also   []Scope
+}
+
+// Scope is one more limit of a Rule: its name, its policy, and what it
+// counts. Key names the bucket a request falls in: nil counts per caller
+// (Options.Key), a function of the request per tenant, a constant for
+// the whole API. On an rlserver cluster all of one request's keys must
+// share a slot: give them a common hash tag ("{api}") in Key and in
+// Options.Key.
+type Scope struct {
+	Name   string
+	Policy client.Policy
+	Key    func(*http.Request) string
 }
 
 // Options configure a Middleware.
@@ -83,68 +106,109 @@ func New(o Options) *Middleware {
 }
 
 // Limit wraps next with rule: each request spends one unit of its
-// caller's allowance under the rule's name.
+// caller's allowance under the rule's name, and of every scope of
+// rule.Also, all or nothing.
 func (m *Middleware) Limit(rule Rule, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := "http:" + rule.Name + ":" + m.o.Key(r)
-		res, err := m.allow(r.Context(), key, rule.Policy)
+		caller := m.o.Key(r)
+		var d decision
+		var err error
+		if len(rule.Also) == 0 {
+			key := "http:" + rule.Name + ":" + caller
+			d, err = m.decide(r.Context(), func(ctx context.Context, a Allower) (decision, error) {
+				res, err := a.Allow(ctx, key, rule.Policy, 1)
+				return decision{res: res}, err
+			})
+		} else {
+			limits := rule.limits(r, caller)
+			d, err = m.decide(r.Context(), func(ctx context.Context, a Allower) (decision, error) {
+				ma, ok := a.(MultiAllower)
+				if !ok {
+					return decision{}, fmt.Errorf("%w: %T decides one limit at a time", client.ErrPolicy, a)
+				}
+				rs, err := ma.AllowAll(ctx, limits)
+				return decision{res: rs.Result, index: rs.Index}, err
+			})
+		}
 		if err != nil {
 			http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
 			return
 		}
-		setHeaders(w.Header(), rule, res)
-		if !res.Allowed {
-			refuse(w, r, res)
+		setHeaders(w.Header(), rule, d)
+		if !d.res.Allowed {
+			refuse(w, r, d.res)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// allow asks rlserver, within the timeout; if it cannot be reached, the
+// limits are a rule's limits for a request from caller: its own, then
+// Also's, each spending one unit.
+func (rule Rule) limits(r *http.Request, caller string) []client.Limit {
+	out := make([]client.Limit, 0, 1+len(rule.Also))
+	out = append(out, client.Limit{Key: "http:" + rule.Name + ":" + caller, Policy: rule.Policy, Cost: 1})
+	for _, sc := range rule.Also {
+		k := caller
+		if sc.Key != nil {
+			k = sc.Key(r)
+		}
+		out = append(out, client.Limit{Key: "http:" + sc.Name + ":" + k, Policy: sc.Policy, Cost: 1})
+	}
+	return out
+}
+
+// decision is an answer and, for a rule with Also, the deciding limit
+// (0: the rule's own).
+type decision struct {
+	res   client.Result
+	index int
+}
+
+// decide asks rlserver, within the timeout; if it cannot be reached, the
 // fallback (or nothing, failing closed).
-func (m *Middleware) allow(ctx context.Context, key string, p client.Policy) (client.Result, error) {
-	res, err := m.ask(ctx, key, p)
+func (m *Middleware) decide(ctx context.Context, ask func(context.Context, Allower) (decision, error)) (decision, error) {
+	d, err := m.ask(ctx, ask)
 	if err == nil {
 		if m.down.CompareAndSwap(true, false) {
 			m.o.Logger.Info("rlserver answers again: deciding there")
 		}
-		return res, nil
+		return d, nil
 	}
 	if errors.Is(err, client.ErrPolicy) || isServerError(err) {
-		return res, err // rlserver answered: a wrong policy, not an outage
+		return d, err // rlserver answered: a wrong policy, not an outage
 	}
 	if m.down.CompareAndSwap(false, true) {
 		m.o.Logger.Warn("rlserver cannot be reached: deciding in process", "err", err, "fail_closed", m.o.FailClosed)
 	}
 	if m.o.FailClosed {
-		return res, err
+		return d, err
 	}
 	m.Fallbacks.Add(1)
-	return m.o.Fallback.Allow(ctx, key, p, 1)
+	return ask(ctx, m.o.Fallback)
 }
 
 // ask asks the Limiter, waiting at most the timeout whatever the client
 // does with the context (go-redis ignores its deadline unless
 // ContextTimeoutEnabled): the call goes on in its goroutine and its
 // answer is dropped.
-func (m *Middleware) ask(ctx context.Context, key string, p client.Policy) (client.Result, error) {
+func (m *Middleware) ask(ctx context.Context, ask func(context.Context, Allower) (decision, error)) (decision, error) {
 	cctx, cancel := context.WithTimeout(ctx, m.o.Timeout)
 	defer cancel()
 	type answer struct {
-		res client.Result
+		d   decision
 		err error
 	}
 	ch := make(chan answer, 1)
 	go func() {
-		res, err := m.o.Limiter.Allow(cctx, key, p, 1)
-		ch <- answer{res, err}
+		d, err := ask(cctx, m.o.Limiter)
+		ch <- answer{d, err}
 	}()
 	select {
 	case a := <-ch:
-		return a.res, a.err
+		return a.d, a.err
 	case <-cctx.Done():
-		return client.Result{}, cctx.Err()
+		return decision{}, cctx.Err()
 	}
 }
 
@@ -157,15 +221,29 @@ func isServerError(err error) bool {
 // setHeaders writes the rate-limit headers: the de-facto X-RateLimit-*
 // and the IETF httpapi draft's RateLimit-Policy and RateLimit fields
 // (structured fields: "name";q=quota;w=window and "name";r=remaining;t=reset).
-func setHeaders(h http.Header, rule Rule, res client.Result) {
+// With several limits, the figures are the deciding limit's (d.index),
+// and RateLimit-Policy lists every limit.
+func setHeaders(h http.Header, rule Rule, d decision) {
+	res := d.res
 	reset := ceilSeconds(res.ResetAfter)
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(res.Limit, 10))
 	h.Set("X-RateLimit-Remaining", strconv.FormatInt(res.Remaining, 10))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
-	name := strconv.Quote(rule.Name)
-	h.Set("RateLimit-Policy", fmt.Sprintf("%s;q=%d;w=%d", name, res.Limit, ceilSeconds(rule.Policy.Period)))
-	h.Set("RateLimit", fmt.Sprintf("%s;r=%d;t=%d", name, res.Remaining, reset))
+	name := rule.Name
+	policy := fmt.Sprintf("%s;q=%d;w=%d", strconv.Quote(rule.Name), quota(rule.Policy), ceilSeconds(rule.Policy.Period))
+	for i, sc := range rule.Also {
+		if d.index == i+1 {
+			name = sc.Name
+		}
+		policy += fmt.Sprintf(", %s;q=%d;w=%d", strconv.Quote(sc.Name), quota(sc.Policy), ceilSeconds(sc.Policy.Period))
+	}
+	h.Set("RateLimit-Policy", policy)
+	h.Set("RateLimit", fmt.Sprintf("%s;r=%d;t=%d", strconv.Quote(name), res.Remaining, reset))
 }
+
+// quota is a policy's limit as RateLimit-Policy's q: how many requests a
+// window allows (a bucket's or GCRA's burst).
+func quota(p client.Policy) int64 { return p.Limit }
 
 // refuse answers 429 with Retry-After (whole seconds, rounded up, at
 // least 1) and a small body, JSON if the client accepts it.

@@ -191,3 +191,57 @@ func TestHungServerTimesOut(t *testing.T) {
 	// behaviour, 20 times the three timeouts, not a speed measure.
 	require.Less(t, time.Since(start), 2*time.Second)
 }
+
+// TestSeveralLimits: a rule per caller (3 a minute) with a tenant's limit
+// (5 a minute, the X-Tenant header) and a global one (100 a minute),
+// decided as one, on rlserver and on the in-process fallback alike. A
+// caller over its own limit is refused and charges the tenant nothing; a
+// second caller of the tenant then gets the tenant's two left; the
+// headers are the deciding limit's, and RateLimit-Policy lists all three.
+func TestSeveralLimits(t *testing.T) {
+	rule := httplimit.Rule{Name: "caller", Policy: client.Policy{Algorithm: client.Fixed, Limit: 3, Period: time.Minute},
+		Also: []httplimit.Scope{
+			{Name: "tenant", Policy: client.Policy{Algorithm: client.Log, Limit: 5, Period: time.Minute},
+				Key: func(r *http.Request) string { return r.Header.Get("X-Tenant") }},
+			{Name: "global", Policy: client.Policy{Algorithm: client.Slide, Limit: 100, Period: time.Minute},
+				Key: func(*http.Request) string { return "all" }},
+		}}
+	s := testserver.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
+	t.Cleanup(func() { rdb.Close() })
+	for _, tc := range []struct {
+		name    string
+		limiter httplimit.Allower
+	}{
+		{"rlserver", client.New(rdb)},
+		{"in process", client.NewLocalAt(func() int64 { return rltest.StartNs })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tenant := "acme-" + strings.ReplaceAll(tc.name, " ", "-")
+			h := httplimit.New(httplimit.Options{Limiter: tc.limiter}).Limit(rule, ok)
+			policy := `"caller";q=3;w=60, "tenant";q=5;w=60, "global";q=100;w=60`
+			for i := range 3 {
+				w := get(t, h, "alice-"+tenant, "X-Tenant", tenant)
+				require.Equal(t, 200, w.Code, "alice's request %d", i+1)
+				require.Equal(t, policy, w.Header().Get("RateLimit-Policy"))
+				// reset: the longest of the three (the global sliding window's).
+				require.Equal(t, `"caller";r=`+itoa(2-i)+`;t=100`, w.Header().Get("RateLimit"), "alice's own limit has the fewest left")
+			}
+			w := get(t, h, "alice-"+tenant, "X-Tenant", tenant)
+			require.Equal(t, 429, w.Code, "alice over her own limit")
+			require.Equal(t, `"caller";r=0;t=100`, w.Header().Get("RateLimit"))
+			require.Equal(t, "40", w.Header().Get("Retry-After"))
+			// The refused request charged the tenant nothing: bob gets two.
+			for i := range 2 {
+				w = get(t, h, "bob-"+tenant, "X-Tenant", tenant)
+				require.Equal(t, 200, w.Code, "bob's request %d", i+1)
+			}
+			w = get(t, h, "bob-"+tenant, "X-Tenant", tenant)
+			require.Equal(t, 429, w.Code, "the tenant's limit")
+			require.Equal(t, "5", w.Header().Get("X-RateLimit-Limit"), "the tenant's limit decided")
+			require.Equal(t, `"tenant";r=0;t=100`, w.Header().Get("RateLimit"))
+			require.Equal(t, "60", w.Header().Get("Retry-After"), "the tenant's log frees a unit in 60 s")
+			require.Equal(t, 200, get(t, h, "carol-"+tenant, "X-Tenant", "other-"+tenant).Code, "another tenant")
+		})
+	}
+}

@@ -1,5 +1,7 @@
 // Command httpapi is an HTTP API protected by rlserver: GET /hello,
-// limited per X-API-Key header (else per client IP) with RL.SLIDE.
+// limited per X-API-Key header (else per client IP) with RL.SLIDE, and
+// GET /report, limited per caller, per tenant and for the whole API at
+// once (RL.ALL).
 //
 //	go run ./examples/httpapi -listen 127.0.0.1:8080 -rlserver 127.0.0.1:6379 -limit 5 -period 1m
 //
@@ -60,6 +62,20 @@ func handler(rlserver string, limit int64, period time.Duration) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /hello", mw.Limit(rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "hello\n")
+	})))
+
+	// GET /report: the caller's limit, its tenant's (X-Tenant: twice as
+	// many) and the whole API's, decided as one (RL.ALL): a caller over
+	// its own limit charges neither its tenant nor the API.
+	report := httplimit.Rule{Name: "report", Policy: client.Policy{Algorithm: client.Slide, Limit: limit, Period: period},
+		Also: []httplimit.Scope{
+			{Name: "tenant", Policy: client.Policy{Algorithm: client.Log, Limit: 2 * limit, Period: period},
+				Key: func(r *http.Request) string { return r.Header.Get("X-Tenant") }},
+			{Name: "api", Policy: client.Policy{Algorithm: client.Bucket, Limit: 100, Rate: 100, Period: time.Second},
+				Key: func(*http.Request) string { return "all" }},
+		}}
+	mux.Handle("GET /report", mw.Limit(report, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "report\n")
 	})))
 	return mux
 }

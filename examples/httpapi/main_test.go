@@ -53,6 +53,29 @@ func TestExample(t *testing.T) {
 	require.Positive(t, retry)
 	require.Equal(t, 200, get("k2").StatusCode)
 
+	// /report: per caller (5), per tenant (10) and for the API, as one.
+	report := func(key, tenant string) *http.Response {
+		req, _ := http.NewRequest("GET", "http://"+listen+"/report", nil)
+		req.Header.Set("X-API-Key", key)
+		req.Header.Set("X-Tenant", tenant)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	for i := range 5 {
+		require.Equal(t, 200, report("r1", "acme").StatusCode, "r1's report %d", i+1)
+	}
+	r = report("r1", "acme")
+	require.Equal(t, 429, r.StatusCode, "r1 over its own limit")
+	require.Equal(t, `"report";q=5;w=60, "tenant";q=10;w=60, "api";q=100;w=1`, r.Header.Get("RateLimit-Policy"))
+	for i := range 5 {
+		require.Equal(t, 200, report("r2", "acme").StatusCode, "r2's report %d: r1's refusal charged acme nothing", i+1)
+	}
+	r = report("r3", "acme")
+	require.Equal(t, 429, r.StatusCode, "acme's limit")
+	require.Contains(t, r.Header.Get("RateLimit"), `"tenant";r=0;`)
+
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	require.NoError(t, s.Close(sctx))
