@@ -37,6 +37,11 @@ func benchDispatch(b *testing.B, inCluster bool) {
 		{"GET", []string{"get", "user:123"}},
 		{"RL.FIXED", []string{"RL.FIXED", "user:123:f", "100", "60s"}},
 		{"RL.BUCKET", []string{"RL.BUCKET", "user:123:b", "100", "100", "60s"}},
+		{"RL.SLIDE", []string{"RL.SLIDE", "user:123:s", "100", "60s"}},
+		// Three limits as one, each admitting (the real clock moves on):
+		// what it costs against the single limiters above.
+		{"RL.ALL3", []string{"RL.ALL", "{t}:u:s", "BUCKET", "1000000000", "1000000000", "1s",
+			"AND", "{t}:u:d", "FIXED", "1000000000", "1d", "AND", "{t}", "SLIDE", "1000000000", "1m"}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s := node.New(node.Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewReal(1_700_000_000_000_000_000), node.Options{})
@@ -83,6 +88,11 @@ func hotPathAllocatesNothing(t *testing.T, inCluster bool) {
 		{[]string{"RL.SLIDE", "s", "100", "60s"}, "*5 :0 :100 :99 :-1 :100000", "*5 :1 :100 :0 :40001 :100000"},
 		{[]string{"RL.BUCKET", "b", "100", "100", "60s"}, "*5 :0 :100 :99 :-1 :600", "*5 :1 :100 :0 :600 :60000"},
 		{[]string{"RL.LOG", "l", "1000000", "60s"}, "*5 :0 :1000000 :999999 :-1 :60000", "*5 :0 :1000000 :998998 :-1 :60000"},
+		// Three limits as one: the bucket runs out after 10 calls, and the
+		// refused calls charge the others nothing (990 and 49990 left).
+		{[]string{"RL.ALL", "{t}:s", "BUCKET", "10", "10", "1s", "AND", "{t}:d", "FIXED", "1000", "1d", "AND", "{t}", "SLIDE", "50000", "1m"},
+			"*7 :0 :10 :9 :-1 :6400000 :1 *3 *5 :0 :10 :9 :-1 :100 *5 :0 :1000 :999 :-1 :6400000 *5 :0 :50000 :49999 :-1 :100000",
+			"*7 :1 :10 :0 :100 :6400000 :1 *3 *5 :1 :10 :0 :100 :1000 *5 :0 :1000 :990 :-1 :6400000 *5 :0 :50000 :49990 :-1 :100000"},
 	} {
 		cmd := tc.cmd
 		args := rltest.Argv(cmd...)

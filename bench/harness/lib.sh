@@ -130,7 +130,7 @@ stop_server() {
   OWN_PIDS=("${keep[@]}")
 }
 
-ALGOS="gcra fixed log slide bucket"
+ALGOS="gcra fixed log slide bucket all3"
 
 load_scripts() {
   local a sha
@@ -154,6 +154,7 @@ limiter_cmd() {
   elif [ "$target" = redis ]; then
     case $algo in
       gcra|bucket) line="EVALSHA {sha} 1 $key 100 100 $win 1" ;;
+      all3) line="EVALSHA {sha} 3 $key:s $key:d $key 100 100 1 1000000 86400 1000000 $win" ;;
       *) line="EVALSHA {sha} 1 $key 100 $win 1" ;;
     esac
   else
@@ -163,6 +164,7 @@ limiter_cmd() {
       log) line="RL.LOG $key 100 $period" ;;
       slide) line="RL.SLIDE $key 100 $period" ;;
       bucket) line="RL.BUCKET $key 100 100 $period" ;;
+      all3) line="RL.ALL $key:s BUCKET 100 100 1s AND $key:d FIXED 1000000 1d AND $key SLIDE 1000000 $period" ;;
       *) die "unknown limiter $algo" ;;
     esac
   fi
