@@ -152,6 +152,13 @@ type raiser interface{ Raise(p int64) }
 // (reaching the replicas and the snapshots), and, with persistence on, a
 // snapshot is written before the slots are served.
 func (n *Node) ImportSlots(slots *[cluster.Slots]bool, payload []byte) error {
+	if n.repl != nil && n.repl.IsReplica() {
+		// Demoted while the records were on their way: a replica's
+		// keyspace is its primary's, and another shard's records would
+		// make it differ. The import fails (its source keeps answering
+		// ASK for the slots until the next try, which only a primary makes).
+		return cluster.ErrNotPrimary
+	}
 	var recs []engine.Record
 	src, err := replication.DecodeRecords(payload, func(r engine.Record) error {
 		recs = append(recs, r)

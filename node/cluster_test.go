@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/rlserver/rlserver/internal/testnode"
 	"github.com/rlserver/rlserver/node"
+	"github.com/rlserver/rlserver/replication"
 	"github.com/stretchr/testify/require"
 )
 
@@ -252,4 +254,24 @@ func TestClusterReplies(t *testing.T) {
 	require.Equal(t, "[[0 5460 "+strings.Replace(nodeA, "[]]", "{}]", 1)+"] [5461 16383 "+strings.Replace(nodeB, "[]]", "{}]", 1)+"]]", l.Do("CLUSTER", "SLOTS"))
 	require.Equal(t, "="+strconv.Quote("txt:"+nodes), l.Do("CLUSTER", "NODES"))
 	require.True(t, strings.HasPrefix(l.Do("CLUSTER", "SHARDS"), `[{"slots": [0 5460], "nodes": [{"id": "`+idA+`", "port": 7301, `), l.Do("CLUSTER", "SHARDS"))
+}
+
+// TestImportRefusedOnceDemoted: records of slots handed over to a node
+// that was made a replica while they were on their way are refused, not
+// installed: a replica's keyspace is its primary's.
+func TestImportRefusedOnceDemoted(t *testing.T) {
+	e := engine.New(4)
+	clk := clock.NewTimeline(clock.NewManual(rltest.StartNs), 0)
+	m := replication.New(replication.Options{Engine: e, Clock: clk})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	n := node.New(node.Config{Shards: 4, MaxClients: 10}, e, clk, node.Options{Replication: m})
+	payload := replication.EncodeRecords(rltest.StartNs, []engine.Record{{Key: "k", Kind: engine.KindFixed, Deadline: rltest.StartNs + 60e9, A: 1, B: 1}})
+	slots, err := cluster.ParseRanges([]string{"0-16383"})
+	require.NoError(t, err)
+	m.ReplicaOf("127.0.0.1", 1) // demoted: its primary need not answer
+	require.ErrorIs(t, n.ImportSlots(slots, payload), cluster.ErrNotPrimary)
+	require.Zero(t, e.Store().Len(), "nothing installed")
 }
