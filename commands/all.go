@@ -31,18 +31,29 @@ type allScratch struct {
 	decisions []Decision
 }
 
-// allParams is how many parameters each algorithm takes after its name.
+// allParams is how many parameters each algorithm takes after its name
+// (any case).
 func allParams(alg []byte) (engine.Kind, int, bool) {
-	switch {
-	case strings.EqualFold(string(alg), "FIXED"):
+	var buf [6]byte
+	if len(alg) > len(buf) {
+		return 0, 0, false
+	}
+	for i, c := range alg {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	switch string(buf[:len(alg)]) {
+	case "FIXED":
 		return engine.KindFixed, 2, true
-	case strings.EqualFold(string(alg), "SLIDE"):
+	case "SLIDE":
 		return engine.KindSlide, 2, true
-	case strings.EqualFold(string(alg), "LOG"):
+	case "LOG":
 		return engine.KindLog, 2, true
-	case strings.EqualFold(string(alg), "BUCKET"):
+	case "BUCKET":
 		return engine.KindBucket, 3, true
-	case strings.EqualFold(string(alg), "GCRA"):
+	case "GCRA":
 		return engine.KindThrottle, 3, true
 	}
 	return 0, 0, false

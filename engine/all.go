@@ -34,17 +34,16 @@ type Limit struct {
 
 // limitState is a limit's decision while its shard is locked.
 type limitState struct {
-	s     *shard
-	si    int // the shard's index
-	h     uint64
-	found bool
-	cur   entry // the state found (zero if none)
-	next  entry // the state to store, if write
-	runs  []byte
-	write bool
-	// peek: the reply a cost-0 call would have had, for a limit that
-	// admitted in a call another limit rejected.
-	peek Result
+	s        *shard
+	si       int // the shard's index
+	h        uint64
+	found    bool
+	off, end int    // where the record found is (valid until a record of the shard is stored)
+	cur      entry  // the state found (zero if none)
+	curRuns  []byte // its runs (RL.LOG), borrowed from the shard
+	next     entry  // the state to store, if write
+	runs     []byte
+	write    bool
 }
 
 // Batch is one RL.ALL call's limits and, after Decide, their results.
@@ -123,12 +122,11 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 	// Phase 2.
 	for i := range b.Limits {
 		l, ls := &b.Limits[i], &b.states[i]
-		var curRuns []byte
-		_, ls.cur, _, curRuns, ls.found = ls.s.lookupRunsLocked(ls.h, l.Key, now)
+		ls.off, ls.cur, ls.end, ls.curRuns, ls.found = ls.s.lookupRunsLocked(ls.h, l.Key, now)
 		if ls.found && ls.cur.kind != l.Kind {
 			return false, i, ErrWrongType
 		}
-		r, err := b.decideOne(i, curRuns, now)
+		r, err := b.decideOne(i, now)
 		if err != nil {
 			return false, i, err
 		}
@@ -138,7 +136,7 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 	if limited {
 		for i := range b.Limits {
 			if !b.Results[i].Limited {
-				b.Results[i] = b.states[i].peek
+				b.Results[i] = b.peekOne(i, now)
 			}
 		}
 		return true, 0, nil
@@ -154,8 +152,8 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 		}
 	}
 
-	// Phase 3. Each key is looked up again before it is stored: storing
-	// one limit may move another's record of the same shard.
+	// Phase 3. A key is looked up again before it is stored if a limit
+	// of its shard was stored before it (that may have moved its record).
 	if st.dry {
 		return false, 0, nil
 	}
@@ -164,16 +162,24 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 		if !ls.write {
 			continue
 		}
-		off, _, end, _, _ := ls.s.lookupRunsLocked(ls.h, l.Key, now)
+		off, end := ls.off, ls.end
+		for j := range i {
+			if b.states[j].write && b.states[j].si == ls.si {
+				off, _, end, _, _ = ls.s.lookupRunsLocked(ls.h, l.Key, now)
+				break
+			}
+		}
+		if !ls.found {
+			off, end = 0, 0
+		}
 		ls.s.putLocked(off, end, ls.h, l.Key, ls.next, ls.runs)
 	}
 	return false, 0, nil
 }
 
-// decideOne decides limit i against its state found (curRuns: an
-// RL.LOG's runs, borrowed from the shard), filling its state's next,
-// runs, write and peek, and returns its own command's reply.
-func (b *Batch) decideOne(i int, curRuns []byte, now int64) (Result, error) {
+// decideOne decides limit i against its state found, filling its
+// state's next, runs and write, and returns its own command's reply.
+func (b *Batch) decideOne(i int, now int64) (Result, error) {
 	l, ls := &b.Limits[i], &b.states[i]
 	if l.Kind == KindThrottle {
 		var tat uint64
@@ -184,7 +190,6 @@ func (b *Batch) decideOne(i int, curRuns []byte, now int64) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		r := d.rlResult()
 		if l.Params.Cost != 0 && d.Write {
 			// A guard (cost 0) is checked, never charged: its TAT stays.
 			ls.write = true
@@ -194,23 +199,16 @@ func (b *Batch) decideOne(i int, curRuns []byte, now int64) (Result, error) {
 			}
 			ls.next.w = throttleState{tat: d.NewTAT, farMs: ls.next.w.b}.words()
 		}
-		if !r.Limited {
-			p, _ := l.GCRA.Decide(tat, ls.found, now, 0)
-			ls.peek = p.rlResult()
-		}
-		return r, nil
+		return d.rlResult(), nil
 	}
 	a := algorithmOf(l.Kind)
-	p := l.Params
-	peekP := p
-	peekP.Cost = 0
 	var r Result
 	if a.hasRuns {
 		var cur held
 		if ls.found {
-			cur = held{w: ls.cur.w, runs: curRuns, deadline: ls.cur.deadline}
+			cur = held{w: ls.cur.w, runs: ls.curRuns, deadline: ls.cur.deadline}
 		}
-		next, res, write := a.decideRuns(p, cur, now, b.runs[i][:0])
+		next, res, write := a.decideRuns(l.Params, cur, now, b.runs[i][:0])
 		r, ls.write = res, write
 		if write {
 			ls.next = entry{kind: l.Kind, w: next.w, deadline: next.deadline}
@@ -219,33 +217,56 @@ func (b *Batch) decideOne(i int, curRuns []byte, now int64) (Result, error) {
 				b.runs[i] = next.runs[:0]
 			}
 		}
-		if !r.Limited {
-			var pn held
-			pn, ls.peek, _ = a.decideRuns(peekP, cur, now, b.peeks[:0])
-			if cap(pn.runs) <= 64<<10 {
-				b.peeks = pn.runs[:0]
-			}
-		}
 	} else {
-		next, res := a.decide(p, ls.cur.w, now) // cur is zero for a fresh key
+		next, res := a.decide(l.Params, ls.cur.w, now) // cur is zero for a fresh key
 		r = res
 		ls.write = next != ls.cur.w
 		if ls.write {
 			ls.next = entry{kind: l.Kind, w: next, deadline: deadlineAfter(now, r.ResetAfter)}
 		}
-		if !r.Limited {
-			_, ls.peek = a.decide(peekP, ls.cur.w, now)
-		}
 	}
-	if ls.found && ls.cur.deadline < maxDeadline {
+	if !ls.write && ls.found && ls.cur.deadline < maxDeadline {
 		// As Store.Limit: a key that this call does not change expires
 		// at its deadline, which bounds the waits it reports.
-		if !ls.write {
-			r.clampTo(ls.cur.deadline - now)
-		}
-		ls.peek.clampTo(ls.cur.deadline - now)
+		r.clampTo(ls.cur.deadline - now)
 	}
 	return r, nil
+}
+
+// peekOne is the reply a cost-0 call of limit i would have had, for a
+// limit that admitted in a call another limit refused. Nothing was
+// stored, so its state found is still the shard's.
+func (b *Batch) peekOne(i int, now int64) Result {
+	l, ls := &b.Limits[i], &b.states[i]
+	if l.Kind == KindThrottle {
+		var tat uint64
+		if ls.found {
+			tat = throttleOf(ls.cur.w).tat
+		}
+		d, _ := l.GCRA.Decide(tat, ls.found, now, 0) // quantity 0 never fails
+		return d.rlResult()
+	}
+	a := algorithmOf(l.Kind)
+	p := l.Params
+	p.Cost = 0
+	var r Result
+	if a.hasRuns {
+		var cur held
+		if ls.found {
+			cur = held{w: ls.cur.w, runs: ls.curRuns, deadline: ls.cur.deadline}
+		}
+		var pn held
+		pn, r, _ = a.decideRuns(p, cur, now, b.peeks[:0])
+		if cap(pn.runs) <= 64<<10 {
+			b.peeks = pn.runs[:0]
+		}
+	} else {
+		_, r = a.decide(p, ls.cur.w, now)
+	}
+	if ls.found && ls.cur.deadline < maxDeadline {
+		r.clampTo(ls.cur.deadline - now)
+	}
+	return r
 }
 
 // Summary is the call's answer in a single limiter's positions, after
