@@ -131,7 +131,7 @@ func (l *Local) AllowAll(_ context.Context, limits []Limit) (Results, error) {
 	if err != nil {
 		return Results{}, fmt.Errorf("limit %d: %w", at, err)
 	}
-	index, remaining, retry, reset := b.Summary(limited)
+	index, remaining, retry, reset := b.Summary()
 	r := Results{Result: fromReply(limited, b.Results[index].Limit, remaining, retry, reset, time.Millisecond),
 		Index: index, Each: make([]Result, len(limits))}
 	for i, x := range b.Results {

@@ -59,49 +59,56 @@ func allParams(alg []byte) (engine.Kind, int, bool) {
 	return 0, 0, false
 }
 
+// allGroup reads the group whose key is args[key]: its kind, its
+// parameters, its COST argument (nil if none), and end, the index just
+// past it (an AND, or the end of args). It allocates nothing.
+func allGroup(args [][]byte, key int) (kind engine.Kind, params [][]byte, cost []byte, end int, err error) {
+	if key+1 >= len(args) {
+		return 0, nil, nil, 0, ErrSyntax
+	}
+	kind, np, ok := allParams(args[key+1])
+	if !ok {
+		return 0, nil, nil, 0, ErrAllAlgorithm(args[key+1])
+	}
+	end = key + 2 + np
+	if end > len(args) {
+		return 0, nil, nil, 0, ErrSyntax
+	}
+	params = args[key+2 : end]
+	if end < len(args) && strings.EqualFold(string(args[end]), "COST") {
+		if end+1 >= len(args) {
+			return 0, nil, nil, 0, ErrSyntax
+		}
+		cost, end = args[end+1], end+2
+	}
+	return kind, params, cost, end, nil
+}
+
 // allGroups walks the groups of an RL.ALL call: fn gets each group's
 // number (from 1), the index of its key, its kind, its parameters and its
 // COST argument (nil if none). It stops at the first malformed group,
 // returning its number and the error.
 func allGroups(args [][]byte, fn func(g, key int, kind engine.Kind, params [][]byte, cost []byte) error) (int, error) {
-	g := 0
-	for i := 1; ; {
-		g++
-		if i+1 >= len(args) {
-			return g, ErrSyntax
+	for g, key := 1, 1; ; g++ {
+		kind, params, cost, end, err := allGroup(args, key)
+		if err == nil {
+			err = fn(g, key, kind, params, cost)
 		}
-		kind, np, ok := allParams(args[i+1])
-		if !ok {
-			return g, ErrAllAlgorithm(args[i+1])
-		}
-		j := i + 2 + np
-		if j > len(args) {
-			return g, ErrSyntax
-		}
-		var cost []byte
-		if j < len(args) && strings.EqualFold(string(args[j]), "COST") {
-			if j+1 >= len(args) {
-				return g, ErrSyntax
-			}
-			cost, j = args[j+1], j+2
-		}
-		if err := fn(g, i, kind, args[i+2:i+2+np], cost); err != nil {
+		switch {
+		case err != nil:
 			return g, err
-		}
-		if j == len(args) {
+		case end == len(args):
 			return 0, nil
-		}
-		if !strings.EqualFold(string(args[j]), "AND") {
+		case !strings.EqualFold(string(args[end]), "AND"):
 			return g, ErrSyntax
 		}
-		i = j + 1
+		key = end + 1
 	}
 }
 
 // allNextKey is RL.ALL's key iterator (Command.NextKey): the index of
 // the key after the one at after (after 0: the first key), 0 when there
-// is none or the groups stop being well formed. It parses only what it
-// must to find the next AND, and allocates nothing.
+// is none or the groups stop being well formed.
 func allNextKey(args [][]byte, after int) int {
 	if after == 0 {
 		if len(args) > 1 {
@@ -109,21 +116,11 @@ func allNextKey(args [][]byte, after int) int {
 		}
 		return 0
 	}
-	if after+1 >= len(args) {
+	_, _, _, end, err := allGroup(args, after)
+	if err != nil || end+1 >= len(args) || !strings.EqualFold(string(args[end]), "AND") {
 		return 0
 	}
-	_, np, ok := allParams(args[after+1])
-	if !ok {
-		return 0
-	}
-	j := after + 2 + np
-	if j+1 < len(args) && strings.EqualFold(string(args[j]), "COST") {
-		j += 2
-	}
-	if j+1 < len(args) && strings.EqualFold(string(args[j]), "AND") {
-		return j + 1
-	}
-	return 0
+	return end + 1
 }
 
 // allPeek reports whether an RL.ALL call charges nothing: every group
@@ -205,7 +202,7 @@ func cmdAll(x *Ctx) {
 		return
 	}
 
-	index, remaining, retry, reset := b.Summary(limited)
+	index, remaining, retry, reset := b.Summary()
 
 	a.decisions = a.decisions[:0]
 	for i, r := range b.Results {

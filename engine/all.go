@@ -177,16 +177,29 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 	return false, 0, nil
 }
 
+// tat is a GCRA limit's TAT found (0 if none).
+func (ls *limitState) tat() uint64 {
+	if !ls.found {
+		return 0
+	}
+	return throttleOf(ls.cur.w).tat
+}
+
+// held is an RL.* limit's state found as an algorithm takes it (zero if
+// none).
+func (ls *limitState) held() held {
+	if !ls.found {
+		return held{}
+	}
+	return held{w: ls.cur.w, runs: ls.curRuns, deadline: ls.cur.deadline}
+}
+
 // decideOne decides limit i against its state found, filling its
 // state's next, runs and write, and returns its own command's reply.
 func (b *Batch) decideOne(i int, now int64) (Result, error) {
 	l, ls := &b.Limits[i], &b.states[i]
 	if l.Kind == KindThrottle {
-		var tat uint64
-		if ls.found {
-			tat = throttleOf(ls.cur.w).tat
-		}
-		d, err := l.GCRA.Decide(tat, ls.found, now, l.Params.Cost)
+		d, err := l.GCRA.Decide(ls.tat(), ls.found, now, l.Params.Cost)
 		if err != nil {
 			return Result{}, err
 		}
@@ -204,11 +217,7 @@ func (b *Batch) decideOne(i int, now int64) (Result, error) {
 	a := algorithmOf(l.Kind)
 	var r Result
 	if a.hasRuns {
-		var cur held
-		if ls.found {
-			cur = held{w: ls.cur.w, runs: ls.curRuns, deadline: ls.cur.deadline}
-		}
-		next, res, write := a.decideRuns(l.Params, cur, now, b.runs[i][:0])
+		next, res, write := a.decideRuns(l.Params, ls.held(), now, b.runs[i][:0])
 		r, ls.write = res, write
 		if write {
 			ls.next = entry{kind: l.Kind, w: next.w, deadline: next.deadline}
@@ -239,11 +248,7 @@ func (b *Batch) decideOne(i int, now int64) (Result, error) {
 func (b *Batch) peekOne(i int, now int64) Result {
 	l, ls := &b.Limits[i], &b.states[i]
 	if l.Kind == KindThrottle {
-		var tat uint64
-		if ls.found {
-			tat = throttleOf(ls.cur.w).tat
-		}
-		d, _ := l.GCRA.Decide(tat, ls.found, now, 0) // quantity 0 never fails
+		d, _ := l.GCRA.Decide(ls.tat(), ls.found, now, 0) // quantity 0 never fails
 		return d.rlResult()
 	}
 	a := algorithmOf(l.Kind)
@@ -251,12 +256,8 @@ func (b *Batch) peekOne(i int, now int64) Result {
 	p.Cost = 0
 	var r Result
 	if a.hasRuns {
-		var cur held
-		if ls.found {
-			cur = held{w: ls.cur.w, runs: ls.curRuns, deadline: ls.cur.deadline}
-		}
 		var pn held
-		pn, r, _ = a.decideRuns(p, cur, now, b.peeks[:0])
+		pn, r, _ = a.decideRuns(p, ls.held(), now, b.peeks[:0])
 		if cap(pn.runs) <= 64<<10 {
 			b.peeks = pn.runs[:0]
 		}
@@ -270,7 +271,7 @@ func (b *Batch) peekOne(i int, now int64) Result {
 }
 
 // Summary is the call's answer in a single limiter's positions, after
-// Decide reported limited (docs/algorithms.md, "Several limits at once"):
+// Decide (docs/algorithms.md, "Several limits at once"):
 // index, the deciding limit (from 0): when limited, the rejecting limit
 // with the longest wait (one that can never admit counts as the longest;
 // ties: the lowest index), else the one with the fewest calls left;
@@ -278,7 +279,8 @@ func (b *Batch) peekOne(i int, now int64) Result {
 // guard of cost 0 never runs out, and a call of guards only answers their
 // least remaining); retryMs, the longest wait of the rejecting limits in
 // ms (-1 when admitted or never); resetMs, the longest reset of all.
-func (b *Batch) Summary(limited bool) (index int, remaining, retryMs, resetMs int64) {
+func (b *Batch) Summary() (index int, remaining, retryMs, resetMs int64) {
+	limited := slices.ContainsFunc(b.Results, func(r Result) bool { return r.Limited })
 	retryMs = -1
 	never := false
 	best := int64(-1)

@@ -356,11 +356,10 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 		if frameRead != nil {
 			frameRead(f.kind)
 		}
-		if f.kind == frameMore {
-			unit = append(unit, pendingFrame{raw, f}) // applied with the frame that ends the unit
-			continue
-		}
 		unit = append(unit, pendingFrame{raw, f})
+		if f.kind == frameMore {
+			continue // applied with the frame that ends the unit
+		}
 		err = u.applying(ctx, func() error {
 			for _, p := range unit {
 				if err := u.applyFrame(p.raw, p.f); err != nil {

@@ -466,9 +466,6 @@ func (m *Manager) ackedLocked(target int64) int {
 	return m.countLocked(func(l *link) bool { return l.online && l.ack >= target })
 }
 
-// online: the link is past its full sync.
-func online(l *link) bool { return l.online }
-
 // waitAcks blocks until n replicas acknowledged target, timeout passes
 // (0: no limit), gone closes or the Manager stops, and returns how many
 // have.
