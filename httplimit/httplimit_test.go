@@ -26,6 +26,14 @@ func portOf(addr string) int {
 	return int(ap.Port())
 }
 
+// only is a middleware whose every decision is the limiter's own: a slow
+// answer (a loaded machine under -race) is waited for, and an error is a
+// 503 rather than a decision by the in-process fallback on the real clock,
+// which would make a test's figures depend on the time of day.
+func only(l httplimit.Allower) *httplimit.Middleware {
+	return httplimit.New(httplimit.Options{Limiter: l, Timeout: time.Minute, FailClosed: true})
+}
+
 var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello\n") })
 
 func get(t *testing.T, h http.Handler, key string, hdr ...string) *httptest.ResponseRecorder {
@@ -50,7 +58,7 @@ func TestHeadersAnd429(t *testing.T) {
 	s := testserver.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
 	t.Cleanup(func() { rdb.Close() })
-	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb)})
+	mw := only(client.New(rdb))
 	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Log, Limit: 5, Period: time.Minute}}
 	h := mw.Limit(rule, ok)
 	for i := range 5 {
@@ -127,11 +135,13 @@ func TestKeys(t *testing.T) {
 func TestServerDownAndBack(t *testing.T) {
 	s := testserver.Start(t)
 	addr := s.Addr.String()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 20 * time.Millisecond})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 5 * time.Second})
 	t.Cleanup(func() { rdb.Close() })
 	var logged rltest.SyncBuffer
-	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-	closed := httplimit.New(httplimit.Options{Limiter: client.New(rdb), FailClosed: true})
+	// A stopped server refuses connections at once: the long timeout only
+	// keeps a slow answer on a loaded machine from counting as an outage.
+	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: time.Minute, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	closed := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: time.Minute, FailClosed: true})
 	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Slide, Limit: 5, Period: time.Minute}}
 	h, hc := open.Limit(rule, ok), closed.Limit(rule, ok)
 	require.Equal(t, 200, get(t, h, "carol").Code)
@@ -218,7 +228,7 @@ func TestSeveralLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tenant := "acme-" + strings.ReplaceAll(tc.name, " ", "-")
-			h := httplimit.New(httplimit.Options{Limiter: tc.limiter}).Limit(rule, ok)
+			h := only(tc.limiter).Limit(rule, ok)
 			policy := `"caller";q=3;w=60, "tenant";q=5;w=60, "global";q=100;w=60`
 			for i := range 3 {
 				w := get(t, h, "alice-"+tenant, "X-Tenant", tenant)

@@ -30,23 +30,25 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := run(ctx, os.Args[1:], nil); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(os.Stderr, "httpapi:", err)
 		os.Exit(1)
 	}
 }
 
-// run serves until ctx ends.
-func run(ctx context.Context, args []string) error {
+// run serves until ctx ends. fallback decides while rlserver cannot be
+// reached; nil is the middleware's default, in process on the real clock.
+func run(ctx context.Context, args []string, fallback httplimit.Allower) error {
 	fs := flag.NewFlagSet("httpapi", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
 	addr := fs.String("rlserver", "127.0.0.1:6379", "rlserver's address")
 	limit := fs.Int64("limit", 5, "requests per period and key")
 	period := fs.Duration("period", time.Minute, "the sliding window")
+	timeout := fs.Duration("timeout", 50*time.Millisecond, "how long a decision may wait for rlserver before it is made in process")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: *listen, Handler: handler(*addr, *limit, *period)}
+	srv := &http.Server{Addr: *listen, Handler: handler(*addr, *limit, *period, *timeout, fallback)}
 	go func() {
 		<-ctx.Done()
 		srv.Close()
@@ -55,9 +57,9 @@ func run(ctx context.Context, args []string) error {
 }
 
 // handler is the API: the ten lines of the README.
-func handler(rlserver string, limit int64, period time.Duration) http.Handler {
+func handler(rlserver string, limit int64, period, timeout time.Duration, fallback httplimit.Allower) http.Handler {
 	rdb := redis.NewClient(&redis.Options{Addr: rlserver})
-	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Logger: slog.Default()})
+	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: timeout, Fallback: fallback, Logger: slog.Default()})
 	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Slide, Limit: limit, Period: period}}
 	mux := http.NewServeMux()
 	mux.Handle("GET /hello", mw.Limit(rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

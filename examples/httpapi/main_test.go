@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/client"
 	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/stretchr/testify/require"
@@ -15,7 +16,11 @@ import (
 
 // TestExample runs the example as described: five requests a minute per
 // key, the sixth 429 with Retry-After, another key unaffected; with
-// rlserver stopped, still limited (in process).
+// rlserver stopped, still limited (in process). The timeout is long so
+// that a slow answer on a loaded machine is waited for: a decision made in
+// process would count apart from rlserver's. The in-process fallback reads
+// the test's fixed clock: on the real one, a minute boundary between two
+// requests would legitimately let a sixth through the sliding window.
 func TestExample(t *testing.T) {
 	s := testserver.Start(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -25,7 +30,8 @@ func TestExample(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", listen, "-rlserver", s.Addr.String(), "-limit", "5", "-period", "1m"})
+		done <- run(ctx, []string{"-listen", listen, "-rlserver", s.Addr.String(), "-limit", "5", "-period", "1m", "-timeout", "1m"},
+			client.NewLocalAt(func() int64 { return rltest.StartNs }))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	get := func(key string) *http.Response {
