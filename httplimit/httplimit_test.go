@@ -140,7 +140,10 @@ func TestServerDownAndBack(t *testing.T) {
 	var logged rltest.SyncBuffer
 	// A stopped server refuses connections at once: the long timeout only
 	// keeps a slow answer on a loaded machine from counting as an outage.
-	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: time.Minute, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	// The fallback reads a fixed clock: on the real one, a minute boundary
+	// between two requests would let a sixth through the sliding window.
+	open := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: time.Minute,
+		Fallback: client.NewLocalAt(func() int64 { return rltest.StartNs }), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	closed := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: time.Minute, FailClosed: true})
 	rule := httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Slide, Limit: 5, Period: time.Minute}}
 	h, hc := open.Limit(rule, ok), closed.Limit(rule, ok)
@@ -189,7 +192,8 @@ func TestHungServerTimesOut(t *testing.T) {
 	}()
 	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: 30 * time.Millisecond})
+	mw := httplimit.New(httplimit.Options{Limiter: client.New(rdb), Timeout: 30 * time.Millisecond,
+		Fallback: client.NewLocalAt(func() int64 { return rltest.StartNs })}) // a fixed window never turns under it
 	h := mw.Limit(httplimit.Rule{Name: "default", Policy: client.Policy{Algorithm: client.Fixed, Limit: 2, Period: time.Minute}}, ok)
 	start := time.Now()
 	require.Equal(t, 200, get(t, h, "frank").Code)
