@@ -206,6 +206,9 @@ func (s *Session) endMulti() (queue [][][]byte, aborted bool) {
 	return queue, aborted
 }
 
+// SetName names the connection (CLIENT SETNAME's effect).
+func (s *Session) SetName(n string) { s.setName(n) }
+
 func (s *Session) setName(n string) {
 	s.mu.Lock()
 	s.name = n

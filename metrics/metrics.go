@@ -123,10 +123,12 @@ func histogram(cmd node.CommandObserved) prometheus.Metric {
 }
 
 // Registry returns a registry with n's metrics (top: how many of the
-// most rejected keys to export) and Go's runtime and process collectors.
-func Registry(n *node.Node, top int) *prometheus.Registry {
+// most rejected keys to export), Go's runtime and process collectors, and
+// the fronts' collectors (extra: the Envoy rate limit service's).
+func Registry(n *node.Node, top int, extra ...prometheus.Collector) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collector{n, top}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(extra...)
 	return r
 }
 
@@ -139,7 +141,7 @@ type Server struct {
 // Listen serves n's metrics at http://addr/metrics. An address without a
 // host (":9121") listens on loopback only: exposing the metrics is a
 // choice to make explicitly ("0.0.0.0:9121").
-func Listen(addr string, n *node.Node, top int, log *slog.Logger) (*Server, error) {
+func Listen(addr string, n *node.Node, top int, log *slog.Logger, extra ...prometheus.Collector) (*Server, error) {
 	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
 		addr = net.JoinHostPort("127.0.0.1", port)
 	}
@@ -148,7 +150,7 @@ func Listen(addr string, n *node.Node, top int, log *slog.Logger) (*Server, erro
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(Registry(n, top), promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
+	mux.Handle("/metrics", promhttp.HandlerFor(Registry(n, top, extra...), promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
 	s := &Server{Addr: ln.Addr(), srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

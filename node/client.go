@@ -2,6 +2,8 @@ package node
 
 import (
 	"net"
+
+	"github.com/rlserver/rlserver/acl"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -80,6 +82,23 @@ func (n *Node) NewClient(addr, laddr string, close func()) (*Client, error) {
 	n.clients[s.ID] = c
 	n.stats.connections.Add(1)
 	return c, nil
+}
+
+// NewInternalClient registers a client for a front of the node that is
+// not a RESP connection (the Envoy rate limit service): authenticated, as
+// a user allowed every command, never refused by maxclients or protected
+// mode (the front has its own transport and its own authentication). It
+// is listed by CLIENT LIST under name, with addr as its address. Like a
+// connection's, it runs commands on one goroutine at a time; call Mark
+// before each command and RemoveClient when done.
+func (n *Node) NewInternalClient(name, addr string) *Client {
+	n.clientsMu.Lock()
+	defer n.clientsMu.Unlock()
+	s := commands.NewSession(n.nextID.Add(1), addr, addr, acl.NewUser(name, acl.DefaultRules(n.catalog)), true, func() {})
+	s.SetName(name)
+	c := &Client{Session: s, stripe: uint32(s.ID) % stripes, mark: clock.Mono()}
+	n.clients[s.ID] = c
+	return c
 }
 
 // Protects reports whether protected mode refuses a connection from addr

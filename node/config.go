@@ -82,6 +82,10 @@ type Config struct {
 	ClockMode    string // "real" or "manual"
 	TLSCert      string
 	TLSKey       string
+	// TLSCACert, if set, is the CA that client certificates must be
+	// signed by: the RESP and the rate limit service ports then require
+	// one (mutual TLS, Redis's tls-ca-cert-file with tls-auth-clients).
+	TLSCACert string
 	LogLevel     string
 	LogFormat    string
 	MetricsAddr  string
@@ -103,6 +107,25 @@ type Config struct {
 	ClusterNodeID          string
 	ClusterPartialCoverage bool
 	Limits                 Limits
+	// RLS is Envoy's rate limit service front (docs/envoy.md).
+	RLS RLSConfig
+}
+
+// RLSConfig configures Envoy's rate limit service front: its gRPC
+// address ("" is off), its configuration directory, and upstream's
+// options.
+type RLSConfig struct {
+	Addr   string
+	Config string
+	// ShadowMode answers OK to every request (SHADOW_MODE).
+	ShadowMode bool
+	// ChargeEach charges every admitting descriptor even when another
+	// refuses the request, as envoyproxy/ratelimit does.
+	ChargeEach bool
+	// ResponseHeaders adds RateLimit-* headers (LIMIT_RESPONSE_HEADERS_ENABLED)
+	// under these names (upstream's LIMIT_*_HEADER; defaults when empty).
+	ResponseHeaders                           bool
+	LimitHeader, RemainingHeader, ResetHeader string
 }
 
 // Validate checks every value, so that a start with a bad one fails with
@@ -147,6 +170,10 @@ func (c Config) Validate() error {
 		return errors.New("--latency-monitor-threshold must not be negative")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return errors.New("--tls-cert and --tls-key must be given together")
+	case c.TLSCACert != "" && c.TLSCert == "":
+		return errors.New("--tls-ca-cert needs --tls-cert and --tls-key")
+	case c.RLS.Config != "" && c.RLS.Addr == "":
+		return errors.New("--rls-config needs --rls-addr")
 	case c.MaxClients < 1:
 		return errors.New("--maxclients must be at least 1")
 	case c.Timeout < 0:
@@ -313,7 +340,7 @@ func (n *Node) RewriteConfig(s *commands.Session) error {
 
 // fileNames are the configuration file's names of the CONFIG parameters
 // that differ: the file takes the flags' names.
-var fileNames = map[string]string{"loglevel": "log-level", "tls-cert-file": "tls-cert", "tls-key-file": "tls-key"}
+var fileNames = map[string]string{"loglevel": "log-level", "tls-cert-file": "tls-cert", "tls-key-file": "tls-key", "tls-ca-cert-file": "tls-ca-cert"}
 
 // ConfigParams are CONFIG GET's and CONFIG SET's parameters, in the order
 // CONFIG GET * lists them.
@@ -374,6 +401,9 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "clock-start", Get: str(func(c Config) string { return strconv.FormatInt(c.ClockStartMs, 10) })},
 		{Name: "tls-cert-file", Get: str(func(c Config) string { return c.TLSCert })},
 		{Name: "tls-key-file", Get: str(func(c Config) string { return c.TLSKey })},
+		{Name: "tls-ca-cert-file", Get: str(func(c Config) string { return c.TLSCACert })},
+		{Name: "rls-addr", Get: str(func(c Config) string { return c.RLS.Addr })},
+		{Name: "rls-config", Get: str(func(c Config) string { return c.RLS.Config })},
 		{Name: "pprof-addr", Get: str(func(c Config) string { return c.PprofAddr })},
 		{Name: "loglevel", Get: func() string { return strings.ToLower(n.logLevel.Level().String()) },
 			Set: func(v string) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,16 @@ var infoSections = []infoSection{
 	{"keyspace", "Keyspace", true, (*Node).infoKeyspace},
 }
 
+// InfoSection adds a section to INFO, after the built-in ones, printed
+// when named or with "all" or "everything": name is its name (lower
+// case), title its heading, and write gives its fields through line. Add
+// sections before the node serves; write is called on the INFO caller's
+// goroutine, so it must be safe for concurrent use.
+func (n *Node) InfoSection(name, title string, write func(line func(k string, v any))) {
+	n.extraInfo = append(n.extraInfo, infoSection{name: name, title: title,
+		write: func(_ *Node, f *infoFields, _ int64, _ engine.Store) { write(f.line) }})
+}
+
 // infoFields builds a section's "name:value" lines.
 type infoFields struct{ b strings.Builder }
 
@@ -58,6 +69,9 @@ func (n *Node) Info(args [][]byte, now int64, st engine.Store) string {
 			for _, s := range infoSections {
 				want[s.name] = true
 			}
+			for _, s := range n.extraInfo {
+				want[s.name] = true
+			}
 		case "default":
 			for _, s := range infoSections {
 				want[s.name] = want[s.name] || s.byDefault
@@ -67,7 +81,7 @@ func (n *Node) Info(args [][]byte, now int64, st engine.Store) string {
 		}
 	}
 	var f infoFields
-	for _, s := range infoSections {
+	for _, s := range slices.Concat(infoSections, n.extraInfo) {
 		if len(args) == 0 && !s.byDefault || len(args) > 0 && !want[s.name] {
 			continue
 		}

@@ -30,6 +30,8 @@ type Node struct {
 	table    commands.Table
 	started  time.Time // wall and monotonic start, for uptime and LASTSAVE
 	runID    string
+	// extraInfo are INFO sections added by fronts (InfoSection).
+	extraInfo []infoSection
 
 	cfgMu sync.Mutex
 	// changed are the CONFIG parameters CONFIG SET changed (CONFIG
@@ -195,6 +197,10 @@ func (n *Node) RefuseWrites(err commands.Error) { n.readOnly.Store(&err) }
 
 // AcceptWrites undoes RefuseWrites.
 func (n *Node) AcceptWrites() { n.readOnly.Store(nil) }
+
+// Writable reports whether the node accepts writes now: a primary with
+// the replicas min-replicas-to-write asks for.
+func (n *Node) Writable() bool { return n.readOnly.Load() == nil }
 
 // PasswordRequired reports whether the default user needs a password
 // (it is not nopass): what protected mode and AUTH's one-argument form

@@ -3,16 +3,20 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
@@ -22,6 +26,7 @@ import (
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/replication"
 	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/rls"
 )
 
 // Options configures a server. Config holds what CONFIG GET reports;
@@ -57,6 +62,8 @@ type Server struct {
 	Addr        net.Addr
 	// Metrics serves /metrics (--metrics-addr); nil when off.
 	Metrics *metrics.Server
+	// RLS serves Envoy's rate limit service (--rls-addr); nil when off.
+	RLS *rls.Server
 
 	// Loaded is what the start-up load found.
 	Loaded node.LoadInfo
@@ -95,6 +102,27 @@ func Start(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if cfg.TLSCACert != "" {
+			pem, err := os.ReadFile(cfg.TLSCACert)
+			if err != nil {
+				return nil, fmt.Errorf("tls: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("tls: no certificate in --tls-ca-cert %s", cfg.TLSCACert)
+			}
+			tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		}
+	}
+	// The rate limit service's configuration, before anything starts: a
+	// bad file refuses the start, naming the file and the cause.
+	var rlsCfg *rls.Config
+	if cfg.RLS.Config != "" {
+		c, err := rls.LoadDir(cfg.RLS.Config)
+		if err != nil {
+			return nil, fmt.Errorf("--rls-config: %w", err)
+		}
+		rlsCfg = c
 	}
 	// Persistence first: the stored clock mark decides where the clock
 	// starts, and the load drops what has expired by then. The store is
@@ -160,8 +188,9 @@ func Start(opts Options) (*Server, error) {
 		snap = persist.NewSnapshotter(e, store, tl, log)
 	}
 	var (
-		nd   *node.Node
-		clus *cluster.Cluster
+		nd    *node.Node
+		clus  *cluster.Cluster
+		front atomic.Pointer[rls.Server] // set once it serves
 	)
 	repl := replication.New(replication.Options{
 		Engine: e, Clock: tl, Logger: log, BacklogSize: int(min(cfg.ReplBacklogSize, 1<<40)),
@@ -179,6 +208,9 @@ func Start(opts Options) (*Server, error) {
 			}
 			if clus != nil {
 				clus.Kick() // the role changed: the routing follows
+			}
+			if f := front.Load(); f != nil {
+				f.SetServing(w == replication.WritesOK)
 			}
 		},
 	})
@@ -206,9 +238,20 @@ func Start(opts Options) (*Server, error) {
 		}
 		clus = c
 	}
+	var (
+		svc   *rls.Service
+		extra []prometheus.Collector
+	)
+	if cfg.RLS.Addr != "" {
+		o := cfg.RLS
+		svc = rls.NewService(nd, rlsCfg, rls.Options{ShadowMode: o.ShadowMode, ChargeEach: o.ChargeEach,
+			ResponseHeaders: o.ResponseHeaders, LimitHeader: o.LimitHeader, RemainingHeader: o.RemainingHeader,
+			ResetHeader: o.ResetHeader, Password: cfg.MasterAuth})
+		extra = append(extra, svc.Stats())
+	}
 	var ms *metrics.Server
 	if cfg.MetricsAddr != "" {
-		if ms, err = metrics.Listen(cfg.MetricsAddr, nd, cfg.MetricsTopKeys, log); err != nil {
+		if ms, err = metrics.Listen(cfg.MetricsAddr, nd, cfg.MetricsTopKeys, log, extra...); err != nil {
 			ln.Close()
 			if store != nil {
 				store.Close()
@@ -216,8 +259,24 @@ func Start(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("--metrics-addr: %w", err)
 		}
 	}
+	var rs *rls.Server
+	if svc != nil {
+		if rs, err = rls.Listen(cfg.RLS.Addr, svc, tlsCfg, cfg.RLS.Config, 0, log); err != nil {
+			ln.Close()
+			if ms != nil {
+				ms.Close(context.Background())
+			}
+			if store != nil {
+				store.Close()
+			}
+			return nil, fmt.Errorf("--rls-addr: %w", err)
+		}
+		front.Store(rs)
+		rs.SetServing(nd.Writable())
+		nd.InfoSection("rls", "Rls", rs.Info)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{Metrics: ms, Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
+	s := &Server{Metrics: ms, RLS: rs, Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
 		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
 	if cfg.ReplicaOf != "" {
 		host, port, _ := node.ParseReplicaOf(cfg.ReplicaOf) // Validate accepted it
@@ -323,6 +382,9 @@ func (s *Server) Shutdown(ctx context.Context, save bool) error {
 func (s *Server) shutdown(ctx context.Context, save bool) error {
 	s.cancel()
 	err := s.resp.Close(ctx)
+	if s.RLS != nil {
+		s.RLS.Close(ctx)
+	}
 	if s.Metrics != nil {
 		err = errors.Join(err, s.Metrics.Close(ctx))
 	}

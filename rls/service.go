@@ -1,0 +1,494 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/rlserver/rlserver/node"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// How a request is decided (docs/envoy.md):
+//
+//	1  every descriptor resolves to a rule (the configuration, or the
+//	   descriptor's own limit override), or to none; `replaces` drops
+//	   the rules named; unlimited rules answer OK
+//	2  the enforced rules become one RL.ALL call: one clock reading,
+//	   every limit charged only if every limit admits
+//	3  rules in shadow or quota mode are decided after it, one by one,
+//	   charged only if the request was admitted: they never refuse a
+//	   request, so they never keep another rule from being charged
+//	4  the statuses, the overall code, the headers and the metrics
+//
+// With ChargeEach (upstream's behaviour), step 2 decides every rule on
+// its own instead: a rule that admits is charged even when another one
+// refuses the request.
+
+// Options configure the service.
+type Options struct {
+	// ShadowMode answers OK to every request, counting what would have
+	// been refused (upstream's SHADOW_MODE).
+	ShadowMode bool
+	// ChargeEach charges every admitting rule even when another refuses
+	// the request, as envoyproxy/ratelimit does, instead of deciding the
+	// request's rules as one.
+	ChargeEach bool
+	// ResponseHeaders adds the deciding rule's limit, remaining and reset
+	// to the response (upstream's LIMIT_RESPONSE_HEADERS_ENABLED), under
+	// the names below (upstream's defaults when empty).
+	ResponseHeaders                           bool
+	LimitHeader, RemainingHeader, ResetHeader string
+	// Password authenticates to the other nodes of a cluster, where a
+	// request for keys this node does not own is forwarded (masterauth).
+	Password string
+	// NearLimitRatio is the share of a limit past which admitted hits
+	// count as near_limit (upstream's NEAR_LIMIT_RATIO; 0.8 when 0).
+	NearLimitRatio float64
+}
+
+// Service answers envoy.service.ratelimit.v3.RateLimitService on a node.
+type Service struct {
+	pb.UnimplementedRateLimitServiceServer
+
+	n       *node.Node
+	o       Options
+	cfg     atomic.Pointer[Config]
+	stats   *Stats
+	workers chan *worker
+	forward *forwarder
+}
+
+// NewService returns the service for n with configuration c (an empty
+// one if nil).
+func NewService(n *node.Node, c *Config, o Options) *Service {
+	if c == nil {
+		c = &Config{domains: map[string]*level{}}
+	}
+	if o.LimitHeader == "" {
+		o.LimitHeader = "RateLimit-Limit"
+	}
+	if o.RemainingHeader == "" {
+		o.RemainingHeader = "RateLimit-Remaining"
+	}
+	if o.ResetHeader == "" {
+		o.ResetHeader = "RateLimit-Reset"
+	}
+	if o.NearLimitRatio <= 0 {
+		o.NearLimitRatio = 0.8
+	}
+	s := &Service{n: n, o: o, stats: newStats(), workers: make(chan *worker, 64), forward: newForwarder(o.Password)}
+	s.cfg.Store(c)
+	return s
+}
+
+// SetConfig replaces the configuration; requests in flight finish with
+// the one they started with.
+func (s *Service) SetConfig(c *Config) { s.cfg.Store(c) }
+
+// Config returns the configuration in use.
+func (s *Service) Config() *Config { return s.cfg.Load() }
+
+// Stats returns the service's counters.
+func (s *Service) Stats() *Stats { return s.stats }
+
+// Close releases the service's internal clients and forwarding
+// connections.
+func (s *Service) Close() {
+	for {
+		select {
+		case w := <-s.workers:
+			s.n.RemoveClient(w.c)
+		default:
+			s.forward.close()
+			return
+		}
+	}
+}
+
+// Errors with upstream's texts (its serviceError, returned as a plain
+// error: gRPC's Unknown code).
+var (
+	errEmptyDomain      = errors.New("rate limit domain must not be empty")
+	errEmptyDescriptors = errors.New("rate limit descriptor list must not be empty")
+)
+
+// item is one descriptor's rule as the request resolved it.
+type item struct {
+	m       Match
+	hits    uint64
+	key     string
+	group   int // its RL.ALL group in the call that decides it; -1 none
+	passive bool
+	res     result
+	decided bool
+}
+
+// result is one limit's part of an RL.ALL reply (times in ms).
+type result struct {
+	limited          bool
+	limit, remaining int64
+	retryMs, resetMs int64
+}
+
+// ShouldRateLimit decides a request (see above).
+func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	if req.Domain == "" {
+		s.stats.serviceError.Add(1)
+		return nil, errEmptyDomain
+	}
+	if len(req.Descriptors) == 0 {
+		s.stats.serviceError.Add(1)
+		return nil, errEmptyDescriptors
+	}
+	cfg := s.cfg.Load()
+	items := make([]item, len(req.Descriptors))
+	replaced := map[string]bool{}
+	for i, d := range req.Descriptors {
+		it := &items[i]
+		it.group = -1
+		entries := make([]Entry, len(d.Entries))
+		for j, e := range d.Entries {
+			entries[j] = Entry{e.Key, e.Value}
+		}
+		if d.Limit != nil {
+			r, err := overrideRule(cfg, req.Domain, entries, d)
+			if err != nil {
+				s.stats.serviceError.Add(1)
+				return nil, status.Error(codes.InvalidArgument, err.Error())
+			}
+			it.m = r
+		} else if m, ok := cfg.Lookup(req.Domain, entries); ok {
+			it.m = m
+		} else {
+			if cfg.domains[req.Domain] == nil {
+				s.stats.domainNotFound(req.Domain)
+			}
+			continue
+		}
+		for _, r := range it.m.Rule.Replaces {
+			replaced[r] = true
+		}
+		switch {
+		case d.HitsAddend != nil:
+			it.hits = d.HitsAddend.Value
+		default:
+			it.hits = max(1, uint64(req.HitsAddend))
+		}
+		if d.IsNegativeHits {
+			it.hits = 0 // a refund: no algorithm here takes hits back, so it charges nothing
+		}
+	}
+	for i := range items {
+		it := &items[i]
+		if it.m.Rule != nil && it.m.Rule.Name != "" && replaced[it.m.Rule.Name] {
+			it.m.Rule = nil
+		}
+		if r := it.m.Rule; r != nil && !r.Unlimited {
+			it.key = counterKey(req.Domain, it.m.Entries, r.Algorithm)
+			it.passive = r.ShadowMode || r.QuotaMode
+		}
+	}
+
+	w := s.worker()
+	defer s.release(w)
+	admitted := true
+	if s.o.ChargeEach {
+		for i := range items {
+			if it := &items[i]; it.key != "" && !it.passive {
+				if err := s.decide(ctx, w, items, []int{i}, true); err != nil {
+					return nil, err
+				}
+			}
+		}
+	} else {
+		var enforced []int
+		for i := range items {
+			if it := &items[i]; it.key != "" && !it.passive {
+				enforced = append(enforced, i)
+			}
+		}
+		if len(enforced) > 0 {
+			if err := s.decide(ctx, w, items, enforced, true); err != nil {
+				return nil, err
+			}
+			for _, i := range enforced {
+				admitted = admitted && !items[i].res.limited
+			}
+		}
+	}
+	for i := range items {
+		if it := &items[i]; it.key != "" && it.passive {
+			if err := s.decide(ctx, w, items, []int{i}, admitted); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s.respond(req, items), nil
+}
+
+// decide runs one RL.ALL call over the items at idx; with charge unset,
+// every group costs 0 (checked, charged nothing). Items naming the same
+// counter share one group, their hits added.
+func (s *Service) decide(ctx context.Context, w *worker, items []item, idx []int, charge bool) error {
+	w.reset()
+	groups := 0
+	for n, i := range idx {
+		it := &items[i]
+		it.group = -1
+		for _, j := range idx[:n] {
+			if items[j].key == it.key {
+				it.group = items[j].group
+				break
+			}
+		}
+		cost := it.hits
+		if !charge {
+			cost = 0
+		}
+		if it.group >= 0 {
+			w.addCost(it.group, cost)
+			continue
+		}
+		it.group = groups
+		groups++
+		w.addGroup(it.key, it.m.Rule, cost)
+	}
+	res, err := s.exec(ctx, w)
+	if err != nil {
+		return err
+	}
+	for _, i := range idx {
+		items[i].res, items[i].decided = res[items[i].group], true
+	}
+	return nil
+}
+
+// exec runs the worker's call on the node, or on the node that owns its
+// keys when a cluster says MOVED.
+func (s *Service) exec(ctx context.Context, w *worker) ([]result, error) {
+	w.c.Mark()
+	w.rec.reset()
+	s.n.Exec(w.c, w.args(), &w.rec)
+	msg := w.rec.err
+	if msg == "" {
+		return w.rec.results()
+	}
+	if addr, ok := movedTo(msg); ok {
+		res, err := s.forward.do(ctx, addr, w.args())
+		if err == nil {
+			return res, nil
+		}
+		msg = err.Error()
+	}
+	s.stats.backendError.Add(1)
+	code := codes.Unknown
+	for _, p := range []string{"READONLY", "NOREPLICAS", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK", "MASTERDOWN"} {
+		if strings.HasPrefix(msg, p+" ") {
+			code = codes.Unavailable
+		}
+	}
+	return nil, status.Error(code, msg)
+}
+
+// movedTo reads a MOVED or ASK redirection's address.
+func movedTo(msg string) (string, bool) {
+	f := strings.Fields(msg)
+	if len(f) == 3 && (f[0] == "MOVED" || f[0] == "ASK") {
+		return f[2], true
+	}
+	return "", false
+}
+
+// respond builds the response from the decided items.
+func (s *Service) respond(req *pb.RateLimitRequest, items []item) *pb.RateLimitResponse {
+	resp := &pb.RateLimitResponse{OverallCode: pb.RateLimitResponse_OK, Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(items))}
+	var headerFrom *pb.RateLimitResponse_DescriptorStatus
+	minLeft := uint32(math.MaxUint32)
+	for i := range items {
+		it := &items[i]
+		r := it.m.Rule
+		switch {
+		case r == nil:
+			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+			continue
+		case r.Unlimited:
+			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+			continue
+		}
+		st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: r.Limit}
+		over := it.res.limited
+		wait := it.res.resetMs
+		if over {
+			if it.res.retryMs >= 0 {
+				wait = it.res.retryMs
+			}
+		} else {
+			st.LimitRemaining = clampU32(it.res.remaining)
+		}
+		st.DurationUntilReset = durationpb.New(time.Duration(max(wait, 0)) * time.Millisecond)
+		s.stats.count(req.Domain, it.m.StatsKey, it.hits, it.res, r, s.o.NearLimitRatio)
+		switch {
+		case over && r.QuotaMode:
+			// Quota mode: reported, never refused.
+		case over && r.ShadowMode:
+			s.stats.rule(req.Domain, it.m.StatsKey).shadowMode.Add(it.hits)
+		case over:
+			st.Code = pb.RateLimitResponse_OVER_LIMIT
+			resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
+		}
+		resp.Statuses[i] = st
+		if st.Code == pb.RateLimitResponse_OVER_LIMIT {
+			headerFrom, minLeft = st, 0
+		} else if st.LimitRemaining < minLeft {
+			headerFrom, minLeft = st, st.LimitRemaining
+		}
+	}
+	if s.o.ResponseHeaders && headerFrom != nil {
+		reset := headerFrom.DurationUntilReset.AsDuration()
+		resp.ResponseHeadersToAdd = []*core.HeaderValue{
+			{Key: s.o.LimitHeader, Value: strconv.FormatUint(uint64(headerFrom.CurrentLimit.RequestsPerUnit), 10)},
+			{Key: s.o.RemainingHeader, Value: strconv.FormatUint(uint64(headerFrom.LimitRemaining), 10)},
+			{Key: s.o.ResetHeader, Value: strconv.FormatInt(int64((reset+time.Second-1)/time.Second), 10)},
+		}
+	}
+	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT && s.o.ShadowMode {
+		resp.OverallCode = pb.RateLimitResponse_OK
+		s.stats.globalShadowMode.Add(1)
+	}
+	return resp
+}
+
+// overrideRule is the rule of a descriptor that carries its own limit
+// (Envoy's limit override): its requests per unit, unit and multiplier,
+// counted with the algorithm the configuration gives the descriptor
+// (fixed if none).
+func overrideRule(cfg *Config, domain string, entries []Entry, d *rlv3.RateLimitDescriptor) (Match, error) {
+	o := d.Limit
+	unit := pb.RateLimitResponse_RateLimit_Unit(o.Unit)
+	sec, ok := unitSeconds[unit]
+	if !ok {
+		return Match{}, fmt.Errorf("invalid rate limit unit '%s' in the descriptor's limit override", unit)
+	}
+	r := &Rule{Algorithm: Fixed, Limit: &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.RequestsPerUnit, Unit: unit}, PeriodSec: sec}
+	if o.UnitMultiplier != nil {
+		if o.UnitMultiplier.Value == 0 {
+			return Match{}, errors.New("unit_multiplier must be at least 1 in the descriptor's limit override")
+		}
+		r.PeriodSec *= int64(o.UnitMultiplier.Value)
+		r.Limit.UnitMultiplier = wrapU32(o.UnitMultiplier.Value)
+	}
+	if m, ok := cfg.Lookup(domain, entries); ok && !m.Rule.Unlimited && (o.RequestsPerUnit > 0 || m.Rule.Algorithm != Bucket && m.Rule.Algorithm != GCRA) {
+		r.Algorithm = m.Rule.Algorithm
+	}
+	var b strings.Builder
+	b.WriteString(domain)
+	m := Match{Rule: r, Entries: make([]string, len(entries))}
+	for i, e := range entries {
+		m.Entries[i] = e.Key + "_" + e.Value
+		b.WriteString("." + e.Key)
+		if e.Value != "" {
+			b.WriteString("_" + e.Value)
+		}
+	}
+	r.StatsKey, m.StatsKey = b.String(), b.String()
+	return m, nil
+}
+
+// counterKey is the rlserver key of a rule's counter: visible to SCAN,
+// TYPE and PTTL, and one hash slot per domain in a cluster.
+func counterKey(domain string, entries []string, a Algorithm) string {
+	var b strings.Builder
+	b.WriteString("rls:{")
+	b.WriteString(domain)
+	b.WriteString("}:")
+	for i, e := range entries {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e)
+	}
+	b.WriteByte(':')
+	b.WriteString(string(a))
+	return b.String()
+}
+
+func wrapU32(v uint32) *wrapperspb.UInt32Value { return wrapperspb.UInt32(v) }
+
+// worker is one internal client of the node with its reusable buffers.
+type worker struct {
+	c     *node.Client
+	argv  [][]byte
+	costs []int // per group: the index in argv of its cost
+	rec   recorder
+}
+
+func (s *Service) worker() *worker {
+	select {
+	case w := <-s.workers:
+		return w
+	default:
+		return &worker{c: s.n.NewInternalClient("rls", "rls:0")}
+	}
+}
+
+func (s *Service) release(w *worker) {
+	select {
+	case s.workers <- w:
+	default:
+		s.n.RemoveClient(w.c)
+	}
+}
+
+var (
+	argAll  = []byte("RL.ALL")
+	argAnd  = []byte("AND")
+	argCost = []byte("COST")
+)
+
+func (w *worker) reset() {
+	w.argv = append(w.argv[:0], argAll)
+	w.costs = w.costs[:0]
+}
+
+func (w *worker) args() [][]byte { return w.argv }
+
+// addGroup appends a group: key, algorithm, parameters, COST.
+func (w *worker) addGroup(key string, r *Rule, cost uint64) {
+	if len(w.argv) > 1 {
+		w.argv = append(w.argv, argAnd)
+	}
+	n := int64(r.Limit.RequestsPerUnit)
+	period := []byte(strconv.FormatInt(r.PeriodSec, 10))
+	w.argv = append(w.argv, []byte(key))
+	switch r.Algorithm {
+	case Bucket:
+		w.argv = append(w.argv, []byte("BUCKET"), itoa(n), itoa(n), period)
+	case GCRA:
+		w.argv = append(w.argv, []byte("GCRA"), itoa(n-1), itoa(n), period)
+	default:
+		w.argv = append(w.argv, []byte(strings.ToUpper(string(r.Algorithm))), itoa(n), period)
+	}
+	w.costs = append(w.costs, len(w.argv)+1)
+	w.argv = append(w.argv, argCost, []byte(strconv.FormatUint(min(cost, math.MaxInt64), 10)))
+}
+
+// addCost adds hits to group g's cost.
+func (w *worker) addCost(g int, hits uint64) {
+	i := w.costs[g]
+	v, _ := strconv.ParseUint(string(w.argv[i]), 10, 64)
+	w.argv[i] = []byte(strconv.FormatUint(min(v+hits, math.MaxInt64), 10))
+}
+
+func itoa(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) }
