@@ -85,10 +85,10 @@ type Config struct {
 	// TLSCACert, if set, is the CA that client certificates must be
 	// signed by: the RESP and the rate limit service ports then require
 	// one (mutual TLS, Redis's tls-ca-cert-file with tls-auth-clients).
-	TLSCACert string
-	LogLevel     string
-	LogFormat    string
-	MetricsAddr  string
+	TLSCACert   string
+	LogLevel    string
+	LogFormat   string
+	MetricsAddr string
 	// MetricsTopKeys, if not 0, exports that many most rejected keys as
 	// rlserver_top_rejected{key} (a label per key: off by default).
 	MetricsTopKeys int

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/rlserver/rlserver/internal/testserver"
 	"github.com/rlserver/rlserver/server"
