@@ -404,6 +404,12 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "tls-ca-cert-file", Get: str(func(c Config) string { return c.TLSCACert })},
 		{Name: "rls-addr", Get: str(func(c Config) string { return c.RLS.Addr })},
 		{Name: "rls-config", Get: str(func(c Config) string { return c.RLS.Config })},
+		{Name: "rls-shadow-mode", Get: str(func(c Config) string { return yesNo(c.RLS.ShadowMode) })},
+		{Name: "rls-charge-each", Get: str(func(c Config) string { return yesNo(c.RLS.ChargeEach) })},
+		{Name: "rls-response-headers", Get: str(func(c Config) string { return yesNo(c.RLS.ResponseHeaders) })},
+		{Name: "rls-limit-header", Get: str(func(c Config) string { return c.RLS.LimitHeader })},
+		{Name: "rls-remaining-header", Get: str(func(c Config) string { return c.RLS.RemainingHeader })},
+		{Name: "rls-reset-header", Get: str(func(c Config) string { return c.RLS.ResetHeader })},
 		{Name: "pprof-addr", Get: str(func(c Config) string { return c.PprofAddr })},
 		{Name: "loglevel", Get: func() string { return strings.ToLower(n.logLevel.Level().String()) },
 			Set: func(v string) error {
