@@ -242,7 +242,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	cfg.ClockStartMs, cfg.PprofAddr = clockStart, *pprofAddr
-	// SIGHUP reloads the cluster map; caught before the server starts,
+	// SIGHUP reloads the cluster map and the rate limit service's
+	// configuration; caught before the server starts,
 	// so an early one never kills the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -265,10 +266,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	for stopped := false; !stopped; {
 		select {
 		case <-hup:
-			if c := srv.Node.Cluster(); c == nil {
-				log.Info("SIGHUP ignored: no cluster map to reload")
-			} else if err := c.Reload(); err != nil {
-				log.Error("cluster map not reloaded; the loaded one stays", "path", cfg.ClusterConfig, "err", err)
+			c := srv.Node.Cluster()
+			if c == nil && (srv.RLS == nil || cfg.RLS.Config == "") {
+				log.Info("SIGHUP ignored: no cluster map or rate limit configuration to reload")
+			}
+			if c != nil {
+				if err := c.Reload(); err != nil {
+					log.Error("cluster map not reloaded; the loaded one stays", "path", cfg.ClusterConfig, "err", err)
+				}
+			}
+			if srv.RLS != nil && cfg.RLS.Config != "" {
+				srv.RLS.Reload() // logs, counts and keeps the running configuration on an error
 			}
 		case <-ctx.Done():
 			log.Info("signal received, shutting down")
