@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -52,4 +53,50 @@ func TestRLSKill9KeepsCounts(t *testing.T) {
 	require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, ask(n), "the count came back")
 	require.Equal(t, "+fixed", n.c.Do("TYPE", "rls:{api}:user_k9:fixed"))
 	n.stop(t, "SHUTDOWN NOSAVE")
+}
+
+// TestRLSClusterForwards: in cluster mode a node never decides for keys it
+// does not own. A domain's counters share one hash slot ({domain}); Envoy
+// may call any node: one that does not own the slot forwards the call to
+// the owner, where the counts live.
+func TestRLSClusterForwards(t *testing.T) {
+	rltest.Long(t, "a two-node cluster")
+	conf, err := filepath.Abs("../../rls/testdata/e2e")
+	require.NoError(t, err)
+	ranges := [][2]int{{0, 8191}, {8192, 16383}}
+	var maps []*mapNode
+	for i, r := range ranges {
+		maps = append(maps, &mapNode{id: nodeID(fmt.Sprintf("rls/p%d", i)), port: freePort(t), epoch: i + 1, slots: [][2]int{r}})
+	}
+	mapPath := filepath.Join(t.TempDir(), "nodes.conf")
+	writeClusterMap(t, mapPath, 2, maps...)
+	var nodes []*cnode
+	for _, m := range maps {
+		nodes = append(nodes, startClusterNode(t, mapPath, m, manual(startMs, "--rls-addr", "127.0.0.1:0", "--rls-config", conf)...))
+	}
+	waitSlots(t, 20*time.Second, "both nodes' CLUSTER SLOTS", nodes,
+		slotsText(slotsEntry{0, 8191, []*mapNode{maps[0]}}, slotsEntry{8192, 16383, []*mapNode{maps[1]}}))
+	owner, other := nodes[0], nodes[1]
+	if keySlot("api") > 8191 {
+		owner, other = other, owner
+	}
+	ask := func(n *cnode) pb.RateLimitResponse_Code {
+		addr := rltest.Info(t, n.c, "rls")["rls_addr"]
+		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := pb.NewRateLimitServiceClient(cc).ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api",
+			Descriptors: []*rlv3.RateLimitDescriptor{
+				{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: "cl"}}},
+				{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "tenant", Value: "cl"}}}}})
+		require.NoError(t, err)
+		return r.OverallCode
+	}
+	require.Equal(t, pb.RateLimitResponse_OK, ask(other), "forwarded")
+	require.Equal(t, pb.RateLimitResponse_OK, ask(owner))
+	require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, ask(other), "both calls counted on the owner")
+	require.Equal(t, "+fixed", owner.c.Do("TYPE", "rls:{api}:user_cl:fixed"))
+	require.Equal(t, "0", other.c.Do("DBSIZE"), "nothing decided on the node that does not own the slot")
 }
