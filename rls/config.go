@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -101,6 +102,28 @@ type Rule struct {
 	Name           string
 	Replaces       []string
 	DetailedMetric bool
+	// args are its RL.ALL group after the key: the algorithm and its
+	// parameters.
+	args [][]byte
+}
+
+// setArgs computes the rule's RL.ALL group arguments.
+func (r *Rule) setArgs() {
+	n := strconv.FormatUint(uint64(r.Limit.RequestsPerUnit), 10)
+	p := strconv.FormatInt(r.PeriodSec, 10)
+	var a []string
+	switch r.Algorithm {
+	case Bucket:
+		a = []string{"BUCKET", n, n, p}
+	case GCRA:
+		a = []string{"GCRA", strconv.FormatUint(uint64(r.Limit.RequestsPerUnit)-1, 10), n, p}
+	default:
+		a = []string{strings.ToUpper(string(r.Algorithm)), n, p}
+	}
+	r.args = make([][]byte, len(a))
+	for i, x := range a {
+		r.args[i] = []byte(x)
+	}
 }
 
 // level is one level of the descriptor tree.
@@ -329,6 +352,7 @@ func newRule(file, full string, d yamlDescriptor) (*Rule, error) {
 		if (r.Algorithm == Bucket || r.Algorithm == GCRA) && y.RequestsPerUnit == 0 {
 			return nil, configError(file, "requests_per_unit must be at least 1 with algorithm %s for '%s'", r.Algorithm, full)
 		}
+		r.setArgs()
 	}
 	return r, nil
 }
@@ -336,10 +360,11 @@ func newRule(file, full string, d yamlDescriptor) (*Rule, error) {
 // Match is a descriptor's rule as the request resolved it.
 type Match struct {
 	Rule *Rule
-	// Entries is the counter's name: the request's entries, a value
-	// replaced by its wildcard pattern where share_threshold says the
-	// matching values share one counter.
-	Entries []string
+	// Shared, when share_threshold applies, holds per entry the wildcard
+	// pattern that replaces the request's value in the counter's name
+	// (the matching values share one counter), "" for the others; nil
+	// when no entry shares.
+	Shared []string
 	// StatsKey is the metric key (detailed_metric and value_to_metric
 	// applied).
 	StatsKey string
@@ -348,103 +373,134 @@ type Match struct {
 // Entry is one descriptor entry of a request.
 type Entry struct{ Key, Value string }
 
+// AppendCounter appends the counter's name for the request's entries:
+// "key_value" joined by '.', a shared value replaced by its pattern.
+func (m Match) AppendCounter(dst []byte, entries []Entry) []byte {
+	for i, e := range entries {
+		if i > 0 {
+			dst = append(dst, '.')
+		}
+		dst = append(dst, e.Key...)
+		dst = append(dst, '_')
+		if i < len(m.Shared) && m.Shared[i] != "" {
+			dst = append(dst, m.Shared[i]...)
+		} else {
+			dst = append(dst, e.Value...)
+		}
+	}
+	return dst
+}
+
+// step is how one entry of a request matched a level of the tree.
+type step struct {
+	next     *level
+	wildcard string // the wildcard key it matched by, if any
+	byValue  bool   // matched as key_value (or by a wildcard)
+}
+
 // Lookup finds the rule for a request's descriptor, as upstream does:
 // level by level, "key_value" first, then the level's wildcards in file
 // order ("key_prefix*"), then "key" alone; a rule applies only when the
 // request's last entry lands on it. It returns false when no rule does.
+// It allocates only for the keys of detailed_metric, value_to_metric and
+// share_threshold.
 func (c *Config) Lookup(domain string, entries []Entry) (Match, bool) {
 	at := c.domains[domain]
 	if at == nil || len(entries) == 0 {
 		return Match{}, false
 	}
 	var (
-		m        Match
 		found    *Rule
-		shared   map[int]string // entry index -> wildcard pattern (share_threshold)
-		detailed strings.Builder
-		metric   strings.Builder
+		stack    [8]step
+		steps    = stack[:0]
+		kb       [128]byte
+		special  bool // a level with value_to_metric or share_threshold was matched
+		sharedAt bool
 	)
-	detailed.WriteString(domain)
-	metric.WriteString(domain)
 	for i, e := range entries {
-		final := e.Key + "_" + e.Value
-		detailed.WriteString("." + final)
-		next := at.children[final]
-		wildcard := ""
-		if next == nil {
+		key := append(append(append(kb[:0], e.Key...), '_'), e.Value...)
+		st := step{next: at.children[string(key)]}
+		if st.next == nil {
 			for _, w := range at.wildcards {
-				if strings.HasPrefix(final, strings.TrimSuffix(w, "*")) {
-					next, wildcard = at.children[w], w
+				p := w[:len(w)-1]
+				if len(key) >= len(p) && string(key[:len(p)]) == p {
+					st.next, st.wildcard = at.children[w], w
 					break
 				}
 			}
 		}
-		byValue := next != nil
-		if next == nil {
-			next = at.children[e.Key]
+		st.byValue = st.next != nil
+		if st.next == nil {
+			st.next = at.children[e.Key]
 		}
-		if wildcard != "" && next.shareThreshold {
-			if shared == nil {
-				shared = map[int]string{}
-			}
-			shared[i] = strings.TrimPrefix(wildcard, e.Key+"_")
-		}
-		metric.WriteString(".")
-		metric.WriteString(e.Key)
-		if next != nil {
-			v := ""
-			switch {
-			case wildcard != "" && shared[i] != "":
-				v = shared[i]
-			case wildcard != "" && next.valueToMetric:
-				v = e.Value
-			case wildcard != "":
-				v = strings.TrimPrefix(wildcard, e.Key+"_")
-			case byValue, next.valueToMetric:
-				v = e.Value
-			}
-			if v != "" {
-				metric.WriteString("_" + v)
+		steps = append(steps, st)
+		if n := st.next; n != nil {
+			special = special || n.valueToMetric || n.shareThreshold
+			sharedAt = sharedAt || st.wildcard != "" && n.shareThreshold
+			if n.rule != nil && i == len(entries)-1 {
+				found = n.rule
 			}
 		}
-		if next != nil && next.rule != nil && i == len(entries)-1 {
-			found = next.rule
-		}
-		if next == nil || len(next.children) == 0 {
+		if st.next == nil || len(st.next.children) == 0 {
 			break
 		}
-		at = next
+		at = st.next
 	}
 	if found == nil {
 		return Match{}, false
 	}
-	m.Rule = found
-	m.Entries = make([]string, len(entries))
-	for i, e := range entries {
-		v := e.Value
-		if p, ok := shared[i]; ok {
-			v = p
+	m := Match{Rule: found, StatsKey: found.StatsKey}
+	if sharedAt {
+		m.Shared = make([]string, len(entries))
+		for i, st := range steps {
+			if st.wildcard != "" && st.next.shareThreshold {
+				m.Shared[i] = strings.TrimPrefix(st.wildcard, entries[i].Key+"_")
+			}
 		}
-		m.Entries[i] = e.Key + "_" + v
 	}
+	if !found.DetailedMetric && !special {
+		return m, true // the stats key is the rule's own
+	}
+	var b strings.Builder
+	b.WriteString(domain)
 	switch {
-	case found.DetailedMetric && shared != nil:
-		var b strings.Builder
-		b.WriteString(domain)
+	case found.DetailedMetric && m.Shared != nil:
 		for i, e := range entries {
 			b.WriteString("." + e.Key)
-			if p, ok := shared[i]; ok {
-				b.WriteString("_" + p)
+			if m.Shared[i] != "" {
+				b.WriteString("_" + m.Shared[i])
 			} else if e.Value != "" {
 				b.WriteString("_" + e.Value)
 			}
 		}
-		m.StatsKey = b.String()
 	case found.DetailedMetric:
-		m.StatsKey = detailed.String()
-	default:
-		m.StatsKey = metric.String()
+		for _, e := range entries {
+			b.WriteString("." + e.Key + "_" + e.Value)
+		}
+	default: // value_to_metric and share_threshold: upstream's value_to_metric key
+		for i, st := range steps {
+			e := entries[i]
+			b.WriteString("." + e.Key)
+			if st.next == nil {
+				continue
+			}
+			v := ""
+			switch {
+			case st.wildcard != "" && i < len(m.Shared) && m.Shared[i] != "":
+				v = m.Shared[i]
+			case st.wildcard != "" && st.next.valueToMetric:
+				v = e.Value
+			case st.wildcard != "":
+				v = strings.TrimPrefix(st.wildcard, e.Key+"_")
+			case st.byValue, st.next.valueToMetric:
+				v = e.Value
+			}
+			if v != "" {
+				b.WriteString("_" + v)
+			}
+		}
 	}
+	m.StatsKey = b.String()
 	return m, true
 }
 

@@ -76,5 +76,5 @@ func (f *forwarder) do(ctx context.Context, addr string, args [][]byte) ([]resul
 			ints = append(ints, n)
 		}
 	}
-	return parseResults(ints)
+	return parseResults(nil, ints)
 }

@@ -36,16 +36,14 @@ func (r *recorder) Push(int)          {}
 // errReply is a reply that is not RL.ALL's.
 var errReply = errors.New("rls: unexpected reply from RL.ALL")
 
-// results reads RL.ALL's per-limit part: after the six summary integers,
+// parseResults reads RL.ALL's per-limit part: after the six summary integers,
 // five per limit (limited, limit, remaining, retry_after_ms,
 // reset_after_ms).
-func (r *recorder) results() ([]result, error) { return parseResults(r.ints) }
-
-func parseResults(v []int64) ([]result, error) {
+// parseResults appends them to out.
+func parseResults(out []result, v []int64) ([]result, error) {
 	if len(v) < 6 || (len(v)-6)%5 != 0 {
 		return nil, fmt.Errorf("%w: %d integers", errReply, len(v))
 	}
-	out := make([]result, 0, (len(v)-6)/5)
 	for i := 6; i < len(v); i += 5 {
 		out = append(out, result{limited: v[i] == 1, limit: v[i+1], remaining: v[i+2], retryMs: v[i+3], resetMs: v[i+4]})
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +51,9 @@ func Listen(addr string, svc *Service, tlsCfg *tls.Config, dir string, poll time
 	if err != nil {
 		return nil, err
 	}
-	var opts []grpc.ServerOption
+	// Streams run on a fixed set of goroutines (one per P) instead of a
+	// new one each: no goroutine start and stack growth per call.
+	opts := []grpc.ServerOption{grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0)))}
 	if tlsCfg != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}
@@ -70,6 +73,9 @@ func Listen(addr string, svc *Service, tlsCfg *tls.Config, dir string, poll time
 	log.Info("Envoy rate limit service served", "addr", ln.Addr().String(), "config", dir, "domains", strings.Join(svc.Config().Domains(), ","))
 	return s, nil
 }
+
+// Service returns the service the server serves.
+func (s *Server) Service() *Service { return s.svc }
 
 // SetServing sets the health of the service: SERVING on a node that
 // takes writes (a primary), NOT_SERVING on a replica, so that Envoy

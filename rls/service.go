@@ -1,10 +1,12 @@
 package rls
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -128,11 +130,10 @@ var (
 type item struct {
 	m       Match
 	hits    uint64
-	key     string
-	group   int // its RL.ALL group in the call that decides it; -1 none
-	passive bool
+	key     []byte // the counter's key (in the worker's arena); nil: nothing to decide
+	group   int    // its RL.ALL group in the call that decides it
+	passive bool   // shadow or quota mode: decided after the enforced rules
 	res     result
-	decided bool
 }
 
 // result is one limit's part of an RL.ALL reply (times in ms).
@@ -153,23 +154,27 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		return nil, errEmptyDescriptors
 	}
 	cfg := s.cfg.Load()
-	items := make([]item, len(req.Descriptors))
-	replaced := map[string]bool{}
+	w := s.worker()
+	defer s.release(w)
+	w.items = slices.Grow(w.items[:0], len(req.Descriptors))[:len(req.Descriptors)]
+	w.arena = w.arena[:0]
+	items := w.items
+	var replaced []string // the rule names some rule of the request replaces
 	for i, d := range req.Descriptors {
 		it := &items[i]
-		it.group = -1
-		entries := make([]Entry, len(d.Entries))
-		for j, e := range d.Entries {
-			entries[j] = Entry{e.Key, e.Value}
+		*it = item{}
+		w.entries = w.entries[:0]
+		for _, e := range d.Entries {
+			w.entries = append(w.entries, Entry{e.Key, e.Value})
 		}
 		if d.Limit != nil {
-			r, err := overrideRule(cfg, req.Domain, entries, d)
+			m, err := overrideRule(cfg, req.Domain, w.entries, d)
 			if err != nil {
 				s.stats.serviceError.Add(1)
 				return nil, status.Error(codes.InvalidArgument, err.Error())
 			}
-			it.m = r
-		} else if m, ok := cfg.Lookup(req.Domain, entries); ok {
+			it.m = m
+		} else if m, ok := cfg.Lookup(req.Domain, w.entries); ok {
 			it.m = m
 		} else {
 			if cfg.domains[req.Domain] == nil {
@@ -177,9 +182,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			}
 			continue
 		}
-		for _, r := range it.m.Rule.Replaces {
-			replaced[r] = true
-		}
+		replaced = append(replaced, it.m.Rule.Replaces...)
 		switch {
 		case d.HitsAddend != nil:
 			it.hits = d.HitsAddend.Value
@@ -189,48 +192,48 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		if d.IsNegativeHits {
 			it.hits = 0 // a refund: no algorithm here takes hits back, so it charges nothing
 		}
-	}
-	for i := range items {
-		it := &items[i]
-		if it.m.Rule != nil && it.m.Rule.Name != "" && replaced[it.m.Rule.Name] {
-			it.m.Rule = nil
-		}
-		if r := it.m.Rule; r != nil && !r.Unlimited {
-			it.key = counterKey(req.Domain, it.m.Entries, r.Algorithm)
+		if r := it.m.Rule; !r.Unlimited {
+			start := len(w.arena)
+			w.arena = append(w.arena, "rls:{"...)
+			w.arena = append(w.arena, req.Domain...)
+			w.arena = append(w.arena, "}:"...)
+			w.arena = it.m.AppendCounter(w.arena, w.entries)
+			w.arena = append(w.arena, ':')
+			w.arena = append(w.arena, r.Algorithm...)
+			it.key = w.arena[start:len(w.arena):len(w.arena)]
 			it.passive = r.ShadowMode || r.QuotaMode
 		}
 	}
+	for i := range items {
+		if it := &items[i]; it.m.Rule != nil && it.m.Rule.Name != "" && slices.Contains(replaced, it.m.Rule.Name) {
+			it.m.Rule, it.key = nil, nil
+		}
+	}
 
-	w := s.worker()
-	defer s.release(w)
 	admitted := true
-	if s.o.ChargeEach {
-		for i := range items {
-			if it := &items[i]; it.key != "" && !it.passive {
-				if err := s.decide(ctx, w, items, []int{i}, true); err != nil {
+	w.idx = w.idx[:0]
+	for i := range items {
+		if it := &items[i]; it.key != nil && !it.passive {
+			if s.o.ChargeEach {
+				if err := s.decide(ctx, w, []int{i}, true); err != nil {
 					return nil, err
 				}
-			}
-		}
-	} else {
-		var enforced []int
-		for i := range items {
-			if it := &items[i]; it.key != "" && !it.passive {
-				enforced = append(enforced, i)
-			}
-		}
-		if len(enforced) > 0 {
-			if err := s.decide(ctx, w, items, enforced, true); err != nil {
-				return nil, err
-			}
-			for _, i := range enforced {
-				admitted = admitted && !items[i].res.limited
+			} else {
+				w.idx = append(w.idx, i)
 			}
 		}
 	}
+	if len(w.idx) > 0 {
+		if err := s.decide(ctx, w, w.idx, true); err != nil {
+			return nil, err
+		}
+		for _, i := range w.idx {
+			admitted = admitted && !items[i].res.limited
+		}
+	}
 	for i := range items {
-		if it := &items[i]; it.key != "" && it.passive {
-			if err := s.decide(ctx, w, items, []int{i}, admitted); err != nil {
+		if it := &items[i]; it.key != nil && it.passive {
+			if err := s.decide(ctx, w, []int{i}, admitted); err != nil {
 				return nil, err
 			}
 		}
@@ -238,39 +241,52 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	return s.respond(req, items), nil
 }
 
-// decide runs one RL.ALL call over the items at idx; with charge unset,
-// every group costs 0 (checked, charged nothing). Items naming the same
-// counter share one group, their hits added.
-func (s *Service) decide(ctx context.Context, w *worker, items []item, idx []int, charge bool) error {
-	w.reset()
-	groups := 0
-	for n, i := range idx {
+// decide runs one RL.ALL call over the worker's items at idx; with charge
+// unset, every group costs 0 (checked, charged nothing). Items naming the
+// same counter share one group, their hits added.
+func (s *Service) decide(ctx context.Context, w *worker, idx []int, charge bool) error {
+	items := w.items
+	w.groups = w.groups[:0]
+	for _, i := range idx {
 		it := &items[i]
-		it.group = -1
-		for _, j := range idx[:n] {
-			if items[j].key == it.key {
-				it.group = items[j].group
-				break
-			}
-		}
 		cost := it.hits
 		if !charge {
 			cost = 0
 		}
-		if it.group >= 0 {
-			w.addCost(it.group, cost)
-			continue
+		it.group = -1
+		for g := range w.groups {
+			if bytes.Equal(items[w.groups[g].item].key, it.key) {
+				it.group = g
+				w.groups[g].cost = min(w.groups[g].cost+cost, math.MaxInt64)
+				break
+			}
 		}
-		it.group = groups
-		groups++
-		w.addGroup(it.key, it.m.Rule, cost)
+		if it.group < 0 {
+			it.group = len(w.groups)
+			w.groups = append(w.groups, group{item: i, cost: min(cost, math.MaxInt64)})
+		}
+	}
+	w.argv = append(w.argv[:0], argAll)
+	for g, gr := range w.groups {
+		it := &items[gr.item]
+		if g > 0 {
+			w.argv = append(w.argv, argAnd)
+		}
+		w.argv = append(w.argv, it.key)
+		w.argv = append(w.argv, it.m.Rule.args...)
+		start := len(w.arena)
+		w.arena = strconv.AppendUint(w.arena, gr.cost, 10)
+		w.argv = append(w.argv, argCost, w.arena[start:len(w.arena):len(w.arena)])
 	}
 	res, err := s.exec(ctx, w)
 	if err != nil {
 		return err
 	}
+	if len(res) != len(w.groups) {
+		return status.Error(codes.Internal, errReply.Error())
+	}
 	for _, i := range idx {
-		items[i].res, items[i].decided = res[items[i].group], true
+		items[i].res = res[items[i].group]
 	}
 	return nil
 }
@@ -280,13 +296,15 @@ func (s *Service) decide(ctx context.Context, w *worker, items []item, idx []int
 func (s *Service) exec(ctx context.Context, w *worker) ([]result, error) {
 	w.c.Mark()
 	w.rec.reset()
-	s.n.Exec(w.c, w.args(), &w.rec)
+	s.n.Exec(w.c, w.argv, &w.rec)
 	msg := w.rec.err
 	if msg == "" {
-		return w.rec.results()
+		var err error
+		w.results, err = parseResults(w.results[:0], w.rec.ints)
+		return w.results, err
 	}
 	if addr, ok := movedTo(msg); ok {
-		res, err := s.forward.do(ctx, addr, w.args())
+		res, err := s.forward.do(ctx, addr, w.argv)
 		if err == nil {
 			return res, nil
 		}
@@ -311,23 +329,28 @@ func movedTo(msg string) (string, bool) {
 	return "", false
 }
 
-// respond builds the response from the decided items.
+// respond builds the response from the decided items. The statuses and
+// their durations are allocated together, one slice each.
 func (s *Service) respond(req *pb.RateLimitRequest, items []item) *pb.RateLimitResponse {
-	resp := &pb.RateLimitResponse{OverallCode: pb.RateLimitResponse_OK, Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(items))}
+	n := len(items)
+	resp := &pb.RateLimitResponse{OverallCode: pb.RateLimitResponse_OK, Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, n)}
+	sts := make([]pb.RateLimitResponse_DescriptorStatus, n)
+	durs := make([]durationpb.Duration, n)
 	var headerFrom *pb.RateLimitResponse_DescriptorStatus
 	minLeft := uint32(math.MaxUint32)
 	for i := range items {
-		it := &items[i]
+		it, st := &items[i], &sts[i]
+		st.Code = pb.RateLimitResponse_OK
+		resp.Statuses[i] = st
 		r := it.m.Rule
 		switch {
 		case r == nil:
-			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
 			continue
 		case r.Unlimited:
-			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+			st.LimitRemaining = math.MaxUint32
 			continue
 		}
-		st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: r.Limit}
+		st.CurrentLimit = r.Limit
 		over := it.res.limited
 		wait := it.res.resetMs
 		if over {
@@ -337,7 +360,9 @@ func (s *Service) respond(req *pb.RateLimitRequest, items []item) *pb.RateLimitR
 		} else {
 			st.LimitRemaining = clampU32(it.res.remaining)
 		}
-		st.DurationUntilReset = durationpb.New(time.Duration(max(wait, 0)) * time.Millisecond)
+		wait = max(wait, 0)
+		durs[i].Seconds, durs[i].Nanos = wait/1000, int32(wait%1000)*1e6
+		st.DurationUntilReset = &durs[i]
 		s.stats.count(req.Domain, it.m.StatsKey, it.hits, it.res, r, s.o.NearLimitRatio)
 		switch {
 		case over && r.QuotaMode:
@@ -348,7 +373,6 @@ func (s *Service) respond(req *pb.RateLimitRequest, items []item) *pb.RateLimitR
 			st.Code = pb.RateLimitResponse_OVER_LIMIT
 			resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
 		}
-		resp.Statuses[i] = st
 		if st.Code == pb.RateLimitResponse_OVER_LIMIT {
 			headerFrom, minLeft = st, 0
 		} else if st.LimitRemaining < minLeft {
@@ -392,46 +416,40 @@ func overrideRule(cfg *Config, domain string, entries []Entry, d *rlv3.RateLimit
 	if m, ok := cfg.Lookup(domain, entries); ok && !m.Rule.Unlimited && (o.RequestsPerUnit > 0 || m.Rule.Algorithm != Bucket && m.Rule.Algorithm != GCRA) {
 		r.Algorithm = m.Rule.Algorithm
 	}
+	r.setArgs()
 	var b strings.Builder
 	b.WriteString(domain)
-	m := Match{Rule: r, Entries: make([]string, len(entries))}
-	for i, e := range entries {
-		m.Entries[i] = e.Key + "_" + e.Value
+	for _, e := range entries {
 		b.WriteString("." + e.Key)
 		if e.Value != "" {
 			b.WriteString("_" + e.Value)
 		}
 	}
-	r.StatsKey, m.StatsKey = b.String(), b.String()
-	return m, nil
-}
-
-// counterKey is the rlserver key of a rule's counter: visible to SCAN,
-// TYPE and PTTL, and one hash slot per domain in a cluster.
-func counterKey(domain string, entries []string, a Algorithm) string {
-	var b strings.Builder
-	b.WriteString("rls:{")
-	b.WriteString(domain)
-	b.WriteString("}:")
-	for i, e := range entries {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(e)
-	}
-	b.WriteByte(':')
-	b.WriteString(string(a))
-	return b.String()
+	r.StatsKey = b.String()
+	return Match{Rule: r, StatsKey: r.StatsKey}, nil
 }
 
 func wrapU32(v uint32) *wrapperspb.UInt32Value { return wrapperspb.UInt32(v) }
 
-// worker is one internal client of the node with its reusable buffers.
+// worker is one internal client of the node with the buffers a request
+// reuses: a request allocates little beyond its response.
 type worker struct {
-	c     *node.Client
-	argv  [][]byte
-	costs []int // per group: the index in argv of its cost
-	rec   recorder
+	c       *node.Client
+	items   []item
+	entries []Entry
+	arena   []byte // the keys and costs of the current request
+	idx     []int
+	groups  []group
+	argv    [][]byte
+	results []result
+	rec     recorder
+}
+
+// group is one RL.ALL group: the first item naming its counter, and the
+// hits of every item that does.
+type group struct {
+	item int
+	cost uint64
 }
 
 func (s *Service) worker() *worker {
@@ -456,39 +474,3 @@ var (
 	argAnd  = []byte("AND")
 	argCost = []byte("COST")
 )
-
-func (w *worker) reset() {
-	w.argv = append(w.argv[:0], argAll)
-	w.costs = w.costs[:0]
-}
-
-func (w *worker) args() [][]byte { return w.argv }
-
-// addGroup appends a group: key, algorithm, parameters, COST.
-func (w *worker) addGroup(key string, r *Rule, cost uint64) {
-	if len(w.argv) > 1 {
-		w.argv = append(w.argv, argAnd)
-	}
-	n := int64(r.Limit.RequestsPerUnit)
-	period := []byte(strconv.FormatInt(r.PeriodSec, 10))
-	w.argv = append(w.argv, []byte(key))
-	switch r.Algorithm {
-	case Bucket:
-		w.argv = append(w.argv, []byte("BUCKET"), itoa(n), itoa(n), period)
-	case GCRA:
-		w.argv = append(w.argv, []byte("GCRA"), itoa(n-1), itoa(n), period)
-	default:
-		w.argv = append(w.argv, []byte(strings.ToUpper(string(r.Algorithm))), itoa(n), period)
-	}
-	w.costs = append(w.costs, len(w.argv)+1)
-	w.argv = append(w.argv, argCost, []byte(strconv.FormatUint(min(cost, math.MaxInt64), 10)))
-}
-
-// addCost adds hits to group g's cost.
-func (w *worker) addCost(g int, hits uint64) {
-	i := w.costs[g]
-	v, _ := strconv.ParseUint(string(w.argv[i]), 10, 64)
-	w.argv[i] = []byte(strconv.FormatUint(min(v+hits, math.MaxInt64), 10))
-}
-
-func itoa(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) }
