@@ -35,6 +35,10 @@ func (f *front) health(t *testing.T) string {
 // the primary) and refuses a request rather than deciding on a copy;
 // promoted, it serves, with the counts the primary had when WAIT counted
 // it.
+//
+// A finding: with WAIT sent on a connection that had written nothing, the
+// test failed 3 runs in 20 under -race, the promoted replica answering OK.
+// WAIT had not waited: it waits for its own connection's writes only.
 func TestReplicaNotServing(t *testing.T) {
 	p := startFront(t)
 	r := startFront(t)
@@ -49,6 +53,10 @@ func TestReplicaNotServing(t *testing.T) {
 	for range 2 {
 		require.Equal(t, "OK", p.should(t, "api", desc("user", "f")).OverallCode.String())
 	}
+	// WAIT waits for the offset of its own connection's last write, as
+	// Redis's does (a connection that wrote nothing waits for nothing):
+	// a write here, after the service's, makes it wait for those too.
+	require.Equal(t, "[0 1 0 -1 60000]", p.resp.Do("RL.LOG", "sync", "1", "60"))
 	require.Equal(t, "1", p.resp.Do("WAIT", "1", "0"))
 	_, err := r.rls.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "api", Descriptors: []*rlv3.RateLimitDescriptor{desc("user", "f")}})
 	require.ErrorContains(t, err, "READONLY")
