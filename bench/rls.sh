@@ -11,7 +11,7 @@
 #
 # Knobs (environment), defaults in brackets:
 #   ROUNDS [5]  DURATION [5] seconds per run  C [50] callers  CONNS [4] gRPC connections
-#   PACE [0.8]  SERVER_CPUS [0] CLIENT_CPUS [1]  RPORT [16379] UPORT [18081] RLPORT [17379]
+#   PACE [0.5]  SERVER_CPUS [0] CLIENT_CPUS [1]  RPORT [16379] UPORT [18081] RLPORT [17379]
 #   RLSPORT [18091]  UPSTREAM_BIN [] envoyproxy/ratelimit's service_cmd (default: go install it)
 #   OUT [bench-results/rls-<date>]
 # Needs Go, taskset, Debian's redis-server and redis-tools.
@@ -23,7 +23,7 @@ ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-5}
 C=${C:-50}
 CONNS=${CONNS:-4}
-PACE=${PACE:-0.8}
+PACE=${PACE:-0.5}
 SERVER_CPUS=${SERVER_CPUS-0}
 CLIENT_CPUS=${CLIENT_CPUS-1}
 RPORT=${RPORT:-16379}
