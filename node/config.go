@@ -122,6 +122,10 @@ type RLSConfig struct {
 	// ChargeEach charges every admitting descriptor even when another
 	// refuses the request, as envoyproxy/ratelimit does.
 	ChargeEach bool
+	// QuotaMode puts every rule in quota mode (GLOBAL_QUOTA_MODE);
+	// DynamicMetadata adds upstream's dynamic metadata to responses
+	// (RESPONSE_DYNAMIC_METADATA).
+	QuotaMode, DynamicMetadata bool
 	// ResponseHeaders adds RateLimit-* headers (LIMIT_RESPONSE_HEADERS_ENABLED)
 	// under these names (upstream's LIMIT_*_HEADER; defaults when empty).
 	ResponseHeaders                           bool
@@ -406,6 +410,8 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "rls-config", Get: str(func(c Config) string { return c.RLS.Config })},
 		{Name: "rls-shadow-mode", Get: str(func(c Config) string { return yesNo(c.RLS.ShadowMode) })},
 		{Name: "rls-charge-each", Get: str(func(c Config) string { return yesNo(c.RLS.ChargeEach) })},
+		{Name: "rls-quota-mode", Get: str(func(c Config) string { return yesNo(c.RLS.QuotaMode) })},
+		{Name: "rls-response-dynamic-metadata", Get: str(func(c Config) string { return yesNo(c.RLS.DynamicMetadata) })},
 		{Name: "rls-response-headers", Get: str(func(c Config) string { return yesNo(c.RLS.ResponseHeaders) })},
 		{Name: "rls-limit-header", Get: str(func(c Config) string { return c.RLS.LimitHeader })},
 		{Name: "rls-remaining-header", Get: str(func(c Config) string { return c.RLS.RemainingHeader })},

@@ -88,4 +88,18 @@ func TestLookup(t *testing.T) {
 	}
 	_, ok := c.Lookup("other", e("key1", "value1"))
 	require.False(t, ok, "unknown domain")
+
+	// Upstream's value_to_metric cases.
+	for _, tc := range []struct {
+		entries []rls.Entry
+		stats   string
+	}{
+		{e("k1", "X", "k2", "Y", "k3", "Z"), "metrics.k1.k2_Y.k3"},
+		{e("route", "", "http_method", "GET", "subject_id", "123"), "metrics.route.http_method_GET.subject_id"},
+		{e("wild", "foo1"), "metrics.wild_foo1"},
+	} {
+		m, ok := c.Lookup("metrics", tc.entries)
+		require.True(t, ok, tc.stats)
+		require.Equal(t, tc.stats, m.StatsKey)
+	}
 }

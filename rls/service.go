@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -43,6 +44,13 @@ type Options struct {
 	// ShadowMode answers OK to every request, counting what would have
 	// been refused (upstream's SHADOW_MODE).
 	ShadowMode bool
+	// QuotaMode puts every rule in quota mode: over its limit, reported
+	// (dynamic metadata, metrics) but never refused (GLOBAL_QUOTA_MODE).
+	QuotaMode bool
+	// DynamicMetadata adds the request's summary and quota mode's
+	// violations to the response's dynamic metadata
+	// (RESPONSE_DYNAMIC_METADATA).
+	DynamicMetadata bool
 	// ChargeEach charges every admitting rule even when another refuses
 	// the request, as envoyproxy/ratelimit does, instead of deciding the
 	// request's rules as one.
@@ -201,7 +209,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			w.arena = append(w.arena, ':')
 			w.arena = append(w.arena, r.Algorithm...)
 			it.key = w.arena[start:len(w.arena):len(w.arena)]
-			it.passive = r.ShadowMode || r.QuotaMode
+			it.passive = r.ShadowMode || r.QuotaMode || s.o.QuotaMode
 		}
 	}
 	for i := range items {
@@ -338,6 +346,8 @@ func (s *Service) respond(req *pb.RateLimitRequest, items []item) *pb.RateLimitR
 	durs := make([]durationpb.Duration, n)
 	var headerFrom *pb.RateLimitResponse_DescriptorStatus
 	minLeft := uint32(math.MaxUint32)
+	var violations []int // descriptors over a limit in quota mode
+	quota := s.o.QuotaMode
 	for i := range items {
 		it, st := &items[i], &sts[i]
 		st.Code = pb.RateLimitResponse_OK
@@ -364,9 +374,10 @@ func (s *Service) respond(req *pb.RateLimitRequest, items []item) *pb.RateLimitR
 		durs[i].Seconds, durs[i].Nanos = wait/1000, int32(wait%1000)*1e6
 		st.DurationUntilReset = &durs[i]
 		s.stats.count(req.Domain, it.m.StatsKey, it.hits, it.res, r, s.o.NearLimitRatio)
+		quota = quota || r.QuotaMode
 		switch {
-		case over && r.QuotaMode:
-			// Quota mode: reported, never refused.
+		case over && (r.QuotaMode || s.o.QuotaMode):
+			violations = append(violations, i) // reported, never refused
 		case over && r.ShadowMode:
 			s.stats.rule(req.Domain, it.m.StatsKey).shadowMode.Add(it.hits)
 		case over:
@@ -391,7 +402,48 @@ func (s *Service) respond(req *pb.RateLimitRequest, items []item) *pb.RateLimitR
 		resp.OverallCode = pb.RateLimitResponse_OK
 		s.stats.globalShadowMode.Add(1)
 	}
+	if s.o.DynamicMetadata {
+		resp.DynamicMetadata = metadata(req, violations, quota)
+	}
 	return resp
+}
+
+// metadata is the response's dynamic metadata, as upstream writes it:
+// the domain, each descriptor (its entries as "key=value", its limit
+// override and hits_addend when set), the request's hits_addend when not
+// 0, the indexes of the descriptors over a limit in quota mode, and
+// whether any rule of the request was in quota mode.
+func metadata(req *pb.RateLimitRequest, violations []int, quota bool) *structpb.Struct {
+	f := map[string]*structpb.Value{"domain": structpb.NewStringValue(req.Domain)}
+	ds := make([]*structpb.Value, 0, len(req.Descriptors))
+	for _, d := range req.Descriptors {
+		df := map[string]*structpb.Value{}
+		es := make([]*structpb.Value, 0, len(d.Entries))
+		for _, e := range d.Entries {
+			es = append(es, structpb.NewStringValue(e.GetKey()+"="+e.GetValue()))
+		}
+		df["entries"] = structpb.NewListValue(&structpb.ListValue{Values: es})
+		if d.Limit != nil {
+			df["limit"] = structpb.NewStringValue(d.Limit.String())
+		}
+		if d.HitsAddend != nil {
+			df["hitsAddend"] = structpb.NewNumberValue(float64(d.HitsAddend.GetValue()))
+		}
+		ds = append(ds, structpb.NewStructValue(&structpb.Struct{Fields: df}))
+	}
+	f["descriptors"] = structpb.NewListValue(&structpb.ListValue{Values: ds})
+	if req.HitsAddend != 0 {
+		f["hitsAddend"] = structpb.NewNumberValue(float64(req.HitsAddend))
+	}
+	if len(violations) > 0 {
+		vs := make([]*structpb.Value, len(violations))
+		for i, v := range violations {
+			vs[i] = structpb.NewNumberValue(float64(v))
+		}
+		f["quotaModeViolations"] = structpb.NewListValue(&structpb.ListValue{Values: vs})
+	}
+	f["quotaModeEnabled"] = structpb.NewBoolValue(quota)
+	return &structpb.Struct{Fields: f}
 }
 
 // overrideRule is the rule of a descriptor that carries its own limit

@@ -263,3 +263,25 @@ func TestResponseHeaders(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestQuotaModeMetadata: with --rls-response-dynamic-metadata, upstream's
+// metadata: the domain, the descriptors, and the index of a descriptor
+// over its limit in quota mode (answered OK). With --rls-quota-mode every
+// rule is in quota mode: nothing is refused.
+func TestQuotaModeMetadata(t *testing.T) {
+	f := startFront(t, func(o *server.Options) { o.Config.RLS.DynamicMetadata = true })
+	f.should(t, "api", desc("quota", "m"))
+	r := f.ask(t, &pb.RateLimitRequest{Domain: "api", HitsAddend: 1, Descriptors: []*rlv3.RateLimitDescriptor{desc("user", "m"), desc("quota", "m")}})
+	require.Equal(t, []string{"OK", "OK", "OK"}, codesOf(r))
+	md := r.DynamicMetadata.AsMap()
+	require.Equal(t, "api", md["domain"])
+	require.Equal(t, float64(1), md["hitsAddend"])
+	require.Equal(t, []any{float64(1)}, md["quotaModeViolations"])
+	require.Equal(t, true, md["quotaModeEnabled"])
+	require.Equal(t, []any{map[string]any{"entries": []any{"user=m"}}, map[string]any{"entries": []any{"quota=m"}}}, md["descriptors"])
+
+	g := startFront(t, func(o *server.Options) { o.Config.RLS.QuotaMode = true })
+	for range 4 {
+		require.Equal(t, []string{"OK", "OK"}, codesOf(g.should(t, "api", desc("user", "q"))), "global quota mode refuses nothing")
+	}
+}

@@ -245,6 +245,7 @@ func Start(opts Options) (*Server, error) {
 	if cfg.RLS.Addr != "" {
 		o := cfg.RLS
 		svc = rls.NewService(nd, rlsCfg, rls.Options{ShadowMode: o.ShadowMode, ChargeEach: o.ChargeEach,
+			QuotaMode: o.QuotaMode, DynamicMetadata: o.DynamicMetadata,
 			ResponseHeaders: o.ResponseHeaders, LimitHeader: o.LimitHeader, RemainingHeader: o.RemainingHeader,
 			ResetHeader: o.ResetHeader, Password: cfg.MasterAuth})
 		extra = append(extra, svc.Stats())
