@@ -1,6 +1,7 @@
 package rls_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,4 +103,35 @@ func TestLookup(t *testing.T) {
 		require.True(t, ok, tc.stats)
 		require.Equal(t, tc.stats, m.StatsKey)
 	}
+}
+
+// FuzzConfig: any file is loaded or refused with a ConfigError, never a
+// panic; a loaded one answers lookups.
+func FuzzConfig(f *testing.F) {
+	for _, g := range []string{"testdata/basic/*.yaml", "testdata/bad/*.yaml", "testdata/e2e/*.yaml"} {
+		files, _ := filepath.Glob(g)
+		for _, p := range files {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(string(b), "key1", "value1")
+		}
+	}
+	f.Fuzz(func(t *testing.T, content, k, v string) {
+		c, err := rls.Parse([]string{"f.yaml"}, map[string]string{"f.yaml": content})
+		if err != nil {
+			var ce rls.ConfigError
+			if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), "f.yaml: ") {
+				t.Fatalf("not a ConfigError naming the file: %v", err)
+			}
+			return
+		}
+		for _, d := range c.Domains() {
+			m, ok := c.Lookup(d, []rls.Entry{{Key: k, Value: v}, {Key: v, Value: k}})
+			if ok && m.Rule == nil {
+				t.Fatal("a match without a rule")
+			}
+		}
+	})
 }
