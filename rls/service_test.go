@@ -2,7 +2,9 @@ package rls_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +103,10 @@ func TestFixedLikeUpstream(t *testing.T) {
 	// The counter is a plain key: TYPE, PTTL, and RL.FIXED on it agree.
 	require.Equal(t, "+fixed", f.resp.Do("TYPE", "rls:{api}:user_alice:fixed"))
 	require.Equal(t, "40000", f.resp.Do("PTTL", "rls:{api}:user_alice:fixed"))
+	require.Equal(t, `["0" ["rls:{api}:user_alice:fixed" "rls:{api}:user_bob:fixed"]]`, sortedScan(f.resp.Do("SCAN", "0", "MATCH", "rls:{api}:*", "COUNT", "100")))
+	// Reset from any Redis client: the key goes, the user starts afresh.
+	require.Equal(t, "1", f.resp.Do("DEL", "rls:{api}:user_alice:fixed"))
+	require.Equal(t, uint32(1), f.should(t, "api", desc("user", "alice")).Statuses[0].LimitRemaining)
 	require.Equal(t, "+OK", f.resp.Do("DEBUG", "CLOCK", "ADVANCE", "40s"))
 	require.Equal(t, []string{"OK", "OK"}, codesOf(f.should(t, "api", desc("user", "alice"))), "a new window")
 }
@@ -260,6 +266,18 @@ func TestResponseHeaders(t *testing.T) {
 	r = f.should(t, "api", desc("tenant", "hh"), desc("user", "hh"))
 	require.Equal(t, "OVER_LIMIT", r.OverallCode.String())
 	require.Equal(t, map[string]string{"RateLimit-Limit": "2", "RateLimit-Remaining": "0", "RateLimit-Reset": "40"}, hdr(r))
+}
+
+// sortedScan sorts the keys of a rendered SCAN reply (its order is the
+// hash table's).
+func sortedScan(r string) string {
+	i := strings.Index(r, " [")
+	if i < 0 || !strings.HasSuffix(r, "]]") {
+		return r
+	}
+	keys := strings.Fields(r[i+2 : len(r)-2])
+	slices.Sort(keys)
+	return r[:i+2] + strings.Join(keys, " ") + "]]"
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
