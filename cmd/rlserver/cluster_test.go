@@ -932,7 +932,7 @@ func TestClusterSentinelFailover(t *testing.T) {
 	killed := time.Now()
 	ps[dead].stop(t, "SIGKILL")
 	var promoted time.Time
-	rltest.WaitFor(t, 30*time.Second, "a Sentinel to name shard1's replica its master", func() (bool, string) {
+	rltest.WaitFor(t, sentinelActs, "a Sentinel to name shard1's replica its master", func() (bool, string) {
 		var state []string
 		for i, s := range sentinels {
 			a, err := s.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "shard1").StringSlice()
@@ -1037,7 +1037,7 @@ func TestClusterSentinelFailover(t *testing.T) {
 	require.Equal(t, movedTo(keySlot(k1), rs[dead]), query(t, ps[dead].addr, "CL.THROTTLE", k1, "15", "1", "3600"),
 		"the restarted primary's first answer for an exhausted key of its shard")
 	shard1 := fmt.Sprintf(`[5461 10922 ["127.0.0.1" %d %q []]`, rm[dead].port, rm[dead].id)
-	rltest.WaitFor(t, 30*time.Second, "the restarted primary to be the promoted node's replica, its link up", func() (bool, string) {
+	rltest.WaitFor(t, sentinelActs, "the restarted primary to be the promoted node's replica, its link up", func() (bool, string) {
 		for _, n := range all {
 			s := query(t, n.addr, "CLUSTER", "SLOTS")
 			require.Contains(t, s, shard1, "CLUSTER SLOTS on :%d %v after the restart: the promoted node stays shard1's primary",

@@ -75,12 +75,14 @@ func TestMaxMemory(t *testing.T) {
 		next, errs := fill(t, c, 0, 3_000_000, func(r string) bool { return r == oom })
 		require.Positive(t, errs[oom], "no -OOM after %d new keys: %v", next, errs)
 		require.Len(t, errs, 1, "only -OOM: %v", errs)
-		// Keep pushing new keys: refused while the node is over its
-		// limit (a few get in whenever the Go heap's garbage is collected
-		// and the node is back under it), and memory stays.
-		_, errs = fill(t, c, next, next+100_000, func(string) bool { return false })
+		// Keep pushing new keys: some get in whenever the Go heap's
+		// garbage is collected and the node is back under its limit (how
+		// many depends on the collector's timing: under load, 100,000 once
+		// all got in), then they are refused again, and memory stays.
+		after, errs := fill(t, c, next, next+1_000_000, func(r string) bool { return r == oom })
+		require.Positive(t, errs[oom], "no -OOM again after %d more new keys", after-next)
 		require.Len(t, errs, 1, "only -OOM: %v", errs)
-		require.Positive(t, errs[oom])
+		t.Logf("%d more keys sent before the next -OOM", after-next)
 		grown := rssOf(t, cmd.Process.Pid) - base
 		t.Logf("resident memory grew %d MiB for a %d MiB limit (%s keys held)", grown>>20, limit>>20, c.Do("DBSIZE"))
 		require.LessOrEqual(t, grown, int64(limit)*6/5, "resident memory grew %d bytes for a %d byte limit", grown, limit)
