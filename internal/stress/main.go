@@ -36,15 +36,20 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// hog spins until it is killed: one busy thread.
+// hog spins until it is killed, or until its parent is gone (a stress
+// run killed by a signal runs no deferred cleanup): one busy thread.
 func hog() {
 	runtime.GOMAXPROCS(1)
 	runtime.LockOSThread()
+	parent := os.Getppid()
 	x := uint64(1)
-	for {
+	for i := uint64(1); ; i++ {
 		x = x*6364136223846793005 + 1442695040888963407
 		if x == 0 {
 			fmt.Println(x) // never: keeps the loop from being optimised away
+		}
+		if i%(1<<26) == 0 && os.Getppid() != parent {
+			return
 		}
 	}
 }
