@@ -158,16 +158,7 @@ func (c *Config) Domains() []string {
 // cause; a domain in two files is an error (upstream's default, without
 // MERGE_DOMAIN_CONFIG).
 func LoadDir(dir string) (*Config, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			files = append(files, path)
-		}
-		return nil
-	})
+	files, err := configFiles(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +173,22 @@ func LoadDir(dir string) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// configFiles lists the *.yaml and *.yml files under dir, subdirectories
+// included, in lexical order.
+func configFiles(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	return files, err
 }
 
 // Parse loads a configuration from files given as name -> content, in

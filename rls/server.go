@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -139,21 +137,19 @@ func (s *Server) watch(every time.Duration) {
 // fingerprint names, sizes and modification times of the directory's
 // configuration files.
 func fingerprint(dir string) (string, error) {
+	files, err := configFiles(dir)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	for _, path := range files {
+		fi, err := os.Stat(path)
 		if err != nil {
-			return err
+			return "", err
 		}
-		if d.Type().IsRegular() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			fi, err := os.Stat(path)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&b, "%s %d %d\n", path, fi.Size(), fi.ModTime().UnixNano())
-		}
-		return nil
-	})
-	return b.String(), err
+		fmt.Fprintf(&b, "%s %d %d\n", path, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String(), nil
 }
 
 // Info writes INFO rls's fields.

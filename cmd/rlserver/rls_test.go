@@ -16,6 +16,30 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
+// askRLS sends one request of domain api to the rate limit service of the
+// node c is connected to (its address from INFO rls) and returns the
+// overall code; each descriptor is a list of key/value entries.
+func askRLS(t *testing.T, c *rltest.Conn, descriptors ...[][2]string) pb.RateLimitResponse_Code {
+	t.Helper()
+	addr := rltest.Info(t, c, "rls")["rls_addr"]
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	req := &pb.RateLimitRequest{Domain: "api"}
+	for _, d := range descriptors {
+		rd := &rlv3.RateLimitDescriptor{}
+		for _, e := range d {
+			rd.Entries = append(rd.Entries, &rlv3.RateLimitDescriptor_Entry{Key: e[0], Value: e[1]})
+		}
+		req.Descriptors = append(req.Descriptors, rd)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := pb.NewRateLimitServiceClient(cc).ShouldRateLimit(ctx, req)
+	require.NoError(t, err)
+	return r.OverallCode
+}
+
 // TestRLSKill9KeepsCounts: counts made through the Envoy rate limit
 // service survive kill -9 once a periodic snapshot covered them, like any
 // key: a user refused before the kill is refused after it.
@@ -24,18 +48,7 @@ func TestRLSKill9KeepsCounts(t *testing.T) {
 	conf, err := filepath.Abs("../../rls/testdata/e2e")
 	require.NoError(t, err)
 	args := manual(startMs, "--rls-addr", "127.0.0.1:0", "--rls-config", conf)
-	ask := func(n *instance) pb.RateLimitResponse_Code {
-		addr := rltest.Info(t, n.c, "rls")["rls_addr"]
-		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		defer cc.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		r, err := pb.NewRateLimitServiceClient(cc).ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api",
-			Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: "k9"}}}}})
-		require.NoError(t, err)
-		return r.OverallCode
-	}
+	ask := func(n *instance) pb.RateLimitResponse_Code { return askRLS(t, n.c, [][2]string{{"user", "k9"}}) }
 	n := startNode(t, dir, args...)
 	saves0 := rltest.InfoInt(t, n.c, "persistence", "rdb_saves")
 	for range 2 {
@@ -81,18 +94,7 @@ func TestRLSClusterForwards(t *testing.T) {
 		owner, other = other, owner
 	}
 	ask := func(n *cnode) pb.RateLimitResponse_Code {
-		addr := rltest.Info(t, n.c, "rls")["rls_addr"]
-		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		defer cc.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		r, err := pb.NewRateLimitServiceClient(cc).ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api",
-			Descriptors: []*rlv3.RateLimitDescriptor{
-				{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: "cl"}}},
-				{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "tenant", Value: "cl"}}}}})
-		require.NoError(t, err)
-		return r.OverallCode
+		return askRLS(t, n.c, [][2]string{{"user", "cl"}}, [][2]string{{"tenant", "cl"}})
 	}
 	require.Equal(t, pb.RateLimitResponse_OK, ask(other), "forwarded")
 	require.Equal(t, pb.RateLimitResponse_OK, ask(owner))
