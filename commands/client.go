@@ -263,11 +263,13 @@ func cmdClientKill(x *Ctx) {
 func Kill(sessions []*Session, self *Session) int { return kill(sessions, killFilter{}, self) }
 
 // kill closes every session f selects and returns how many. The calling
-// session, when selected and not spared, is closed after its reply.
+// session, when selected and not spared, is closed after its reply. An
+// internal session (a front's, SetInternal) has no connection to close:
+// it is never selected.
 func kill(sessions []*Session, f killFilter, self *Session) int {
 	n := 0
 	for _, c := range sessions {
-		if !f.matches(c) || (f.skipMe && c == self) {
+		if !f.matches(c) || (f.skipMe && c == self) || c.internal {
 			continue
 		}
 		if !c.killed.CompareAndSwap(false, true) {

@@ -77,6 +77,7 @@ type Session struct {
 	lastCmd    atomic.Pointer[string] // the last command's name
 	lastActive atomic.Int64           // clock.Mono ns at the last command's end
 	killed     atomic.Bool            // CLIENT KILL took it: closing, no longer listed
+	internal   bool                   // a front's client without a connection (SetInternal): never killed
 }
 
 // NewSession returns the state of a new connection: RESP2, running as
@@ -205,6 +206,11 @@ func (s *Session) endMulti() (queue [][][]byte, aborted bool) {
 	s.multi, s.multiErr, s.queue = false, false, nil
 	return queue, aborted
 }
+
+// SetInternal marks the session as a front's internal client, with no
+// connection of its own: CLIENT KILL (and Sentinel's CLIENT KILL TYPE
+// normal) passes it by. Call it before the session is listed.
+func (s *Session) SetInternal() { s.internal = true }
 
 // SetName names the connection (CLIENT SETNAME's effect).
 func (s *Session) SetName(n string) { s.setName(n) }

@@ -88,7 +88,8 @@ func (n *Node) NewClient(addr, laddr string, close func()) (*Client, error) {
 // not a RESP connection (the Envoy rate limit service): authenticated, as
 // a user allowed every command, never refused by maxclients or protected
 // mode (the front has its own transport and its own authentication). It
-// is listed by CLIENT LIST under name, with addr as its address. Like a
+// is listed by CLIENT LIST under name, with addr as its address, and
+// CLIENT KILL passes it by (it has no connection to close). Like a
 // connection's, it runs commands on one goroutine at a time; call Mark
 // before each command and RemoveClient when done.
 func (n *Node) NewInternalClient(name, addr string) *Client {
@@ -96,6 +97,7 @@ func (n *Node) NewInternalClient(name, addr string) *Client {
 	defer n.clientsMu.Unlock()
 	s := commands.NewSession(n.nextID.Add(1), addr, addr, acl.NewUser(name, acl.DefaultRules(n.catalog)), true, func() {})
 	s.SetName(name)
+	s.SetInternal()
 	c := &Client{Session: s, stripe: uint32(s.ID) % stripes, mark: clock.Mono()}
 	n.clients[s.ID] = c
 	return c

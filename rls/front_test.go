@@ -260,3 +260,17 @@ func TestWorstCases(t *testing.T) {
 		require.Equal(t, tc.top, peak(got, 60_000), tc.desc)
 	}
 }
+
+// TestInternalClients: the service's calls run on internal clients named
+// rls, listed by CLIENT LIST and counted as RL.ALL; CLIENT KILL TYPE
+// normal (Sentinel sends it at every failover) passes them by.
+func TestInternalClients(t *testing.T) {
+	f := startFront(t)
+	f.should(t, "api", desc("user", "k"))
+	require.Contains(t, f.resp.Do("CLIENT", "LIST"), "name=rls ")
+	require.Contains(t, rltest.InfoText(t, f.resp, "commandstats"), "cmdstat_rl.all:calls=1,")
+	other := rltest.Dial(t, f.s.Addr.String())
+	require.Equal(t, "1", other.Do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"), "the test's own connection, not the service's")
+	require.Contains(t, other.Do("CLIENT", "LIST"), "name=rls ")
+	require.Equal(t, "OK", f.should(t, "api", desc("user", "k")).OverallCode.String())
+}
