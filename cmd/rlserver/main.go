@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.RLS.Addr, "rls-addr", "", "serve Envoy's rate limit service (gRPC envoy.service.ratelimit.v3, and gRPC health) on host:port (off when empty)")
 	fs.StringVar(&cfg.RLS.Config, "rls-config", "", "directory of envoyproxy/ratelimit YAML files (*.yaml, *.yml) for --rls-addr; reloaded when they change and on SIGHUP")
 	fs.BoolVar(&cfg.RLS.ShadowMode, "rls-shadow-mode", false, "answer OK to every rate limit service request, counting what would have been refused (upstream's SHADOW_MODE)")
-	fs.BoolVar(&cfg.RLS.ChargeEach, "rls-charge-each", false, "charge every admitting descriptor even when another refuses the request, as envoyproxy/ratelimit does (default: all or nothing)")
+	fs.BoolVar(&cfg.RLS.ChargeEach, "rls-charge-each", false, "charge every admitting descriptor even when another refuses the request, as envoyproxy/ratelimit does (off: a request is all or nothing)")
 	fs.BoolVar(&cfg.RLS.QuotaMode, "rls-quota-mode", false, "put every rate limit rule in quota mode: over its limit, reported but never refused (upstream's GLOBAL_QUOTA_MODE)")
 	fs.BoolVar(&cfg.RLS.DynamicMetadata, "rls-response-dynamic-metadata", false, "add the request's summary and quota mode's violations to responses as dynamic metadata (upstream's RESPONSE_DYNAMIC_METADATA)")
 	fs.BoolVar(&cfg.RLS.ResponseHeaders, "rls-response-headers", false, "add the deciding limit's RateLimit-Limit, -Remaining and -Reset headers (upstream's LIMIT_RESPONSE_HEADERS_ENABLED)")
