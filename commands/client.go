@@ -16,7 +16,7 @@ func cmdClientSetName(x *Ctx) {
 		x.Error(ErrClientName)
 		return
 	}
-	x.C.setName(string(x.Args[2]))
+	x.C.SetName(string(x.Args[2]))
 	x.OK()
 }
 

@@ -114,7 +114,7 @@ func cmdHello(x *Ctx) {
 		x.C.proto.Store(int32(h.proto))
 	}
 	if h.name != nil {
-		x.C.setName(string(h.name))
+		x.C.SetName(string(h.name))
 	}
 	w := x.W
 	w.Map(7)
@@ -166,7 +166,7 @@ func cmdReset(x *Ctx) {
 	c.UnsubscribeAll(x.N)
 	c.proto.Store(2)
 	c.readOnly = false
-	c.setName("")
+	c.SetName("")
 	def := x.N.User("default")
 	c.logIn(def, def.Rules().NoPass() && def.Rules().On())
 	x.W.Simple("RESET")

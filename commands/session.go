@@ -213,9 +213,7 @@ func (s *Session) endMulti() (queue [][][]byte, aborted bool) {
 func (s *Session) SetInternal() { s.internal = true }
 
 // SetName names the connection (CLIENT SETNAME's effect).
-func (s *Session) SetName(n string) { s.setName(n) }
-
-func (s *Session) setName(n string) {
+func (s *Session) SetName(n string) {
 	s.mu.Lock()
 	s.name = n
 	s.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	"gopkg.in/yaml.v2"
 )
 
@@ -352,7 +353,7 @@ func newRule(file, full string, d yamlDescriptor) (*Rule, error) {
 			return nil, configError(file, "unit_multiplier must be at least 1 for '%s'", full)
 		}
 		mult = *y.UnitMultiplier
-		r.Limit.UnitMultiplier = wrapU32(mult)
+		r.Limit.UnitMultiplier = wrapperspb.UInt32(mult)
 	}
 	if !r.Unlimited {
 		r.PeriodSec = unitSeconds[unit] * int64(mult)
@@ -472,14 +473,7 @@ func (c *Config) Lookup(domain string, entries []Entry) (Match, bool) {
 	b.WriteString(domain)
 	switch {
 	case found.DetailedMetric && m.Shared != nil:
-		for i, e := range entries {
-			b.WriteString("." + e.Key)
-			if m.Shared[i] != "" {
-				b.WriteString("_" + m.Shared[i])
-			} else if e.Value != "" {
-				b.WriteString("_" + e.Value)
-			}
-		}
+		return Match{Rule: found, Shared: m.Shared, StatsKey: descriptorKey(domain, entries, m.Shared)}, true
 	case found.DetailedMetric:
 		for _, e := range entries {
 			b.WriteString("." + e.Key + "_" + e.Value)
@@ -509,6 +503,25 @@ func (c *Config) Lookup(domain string, entries []Entry) (Match, bool) {
 	}
 	m.StatsKey = b.String()
 	return m, true
+}
+
+// descriptorKey is upstream's key of a request's descriptor: the domain,
+// then ".key_value" per entry ("key" alone for an empty value), a shared
+// entry's pattern (shared[i], if any) in place of its value.
+func descriptorKey(domain string, entries []Entry, shared []string) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	for i, e := range entries {
+		v := e.Value
+		if i < len(shared) && shared[i] != "" {
+			v = shared[i]
+		}
+		b.WriteString("." + e.Key)
+		if v != "" {
+			b.WriteString("_" + v)
+		}
+	}
+	return b.String()
 }
 
 // clampU32 is a count as the wire's uint32 carries it.

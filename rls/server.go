@@ -96,7 +96,14 @@ func (s *Server) SetServing(ok bool) {
 func (s *Server) Reload() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seen, _ = fingerprint(s.dir)
+	fp, _ := fingerprint(s.dir)
+	return s.reloadLocked(fp)
+}
+
+// reloadLocked loads the directory, whose fingerprint is now fp, with
+// s.mu held.
+func (s *Server) reloadLocked(fp string) error {
+	s.seen = fp
 	c, err := LoadDir(s.dir)
 	st := s.svc.Stats()
 	if err != nil {
@@ -124,12 +131,12 @@ func (s *Server) watch(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		fp, err := fingerprint(s.dir)
-		s.mu.Lock()
-		changed := err == nil && fp != s.seen
-		s.mu.Unlock()
-		if changed {
-			s.Reload()
+		if fp, err := fingerprint(s.dir); err == nil {
+			s.mu.Lock()
+			if fp != s.seen {
+				s.reloadLocked(fp)
+			}
+			s.mu.Unlock()
 		}
 	}
 }
@@ -155,11 +162,14 @@ func fingerprint(dir string) (string, error) {
 // Info writes INFO rls's fields.
 func (s *Server) Info(line func(k string, v any)) {
 	st := s.svc.Stats()
+	serving := 0
 	s.mu.Lock()
-	serving := s.serving
+	if s.serving {
+		serving = 1
+	}
 	s.mu.Unlock()
 	line("rls_addr", s.Addr.String())
-	line("rls_serving", map[bool]int{false: 0, true: 1}[serving])
+	line("rls_serving", serving)
 	line("rls_config_dir", s.dir)
 	line("rls_domains", len(s.svc.Config().Domains()))
 	line("rls_config_loads", st.ConfigLoads.Load())

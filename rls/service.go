@@ -98,7 +98,7 @@ func NewService(n *node.Node, c *Config, o Options) *Service {
 	if o.NearLimitRatio <= 0 {
 		o.NearLimitRatio = 0.8
 	}
-	s := &Service{n: n, o: o, stats: newStats(), workers: make(chan *worker, 64), forward: newForwarder(o.Password)}
+	s := &Service{n: n, o: o, stats: &Stats{}, workers: make(chan *worker, 64), forward: newForwarder(o.Password)}
 	s.cfg.Store(c)
 	return s
 }
@@ -463,25 +463,15 @@ func overrideRule(cfg *Config, domain string, entries []Entry, d *rlv3.RateLimit
 			return Match{}, errors.New("unit_multiplier must be at least 1 in the descriptor's limit override")
 		}
 		r.PeriodSec *= int64(o.UnitMultiplier.Value)
-		r.Limit.UnitMultiplier = wrapU32(o.UnitMultiplier.Value)
+		r.Limit.UnitMultiplier = wrapperspb.UInt32(o.UnitMultiplier.Value)
 	}
 	if m, ok := cfg.Lookup(domain, entries); ok && !m.Rule.Unlimited && (o.RequestsPerUnit > 0 || m.Rule.Algorithm != Bucket && m.Rule.Algorithm != GCRA) {
 		r.Algorithm = m.Rule.Algorithm
 	}
 	r.setArgs()
-	var b strings.Builder
-	b.WriteString(domain)
-	for _, e := range entries {
-		b.WriteString("." + e.Key)
-		if e.Value != "" {
-			b.WriteString("_" + e.Value)
-		}
-	}
-	r.StatsKey = b.String()
+	r.StatsKey = descriptorKey(domain, entries, nil)
 	return Match{Rule: r, StatsKey: r.StatsKey}, nil
 }
-
-func wrapU32(v uint32) *wrapperspb.UInt32Value { return wrapperspb.UInt32(v) }
 
 // worker is one internal client of the node with the buffers a request
 // reuses: a request allocates little beyond its response.

@@ -125,7 +125,7 @@ func TestAllOrNothing(t *testing.T) {
 		require.Equal(t, uint32(3), r.Statuses[1].LimitRemaining, "the tenant's remaining, unchanged")
 	}
 	for i := range 3 {
-		r := f.should(t, "api", desc("user", "u"+itoa(i+2)), desc("tenant", "t"))
+		r := f.should(t, "api", desc("user", "u"+strconv.Itoa(i+2)), desc("tenant", "t"))
 		require.Equal(t, "OK", r.OverallCode.String(), "the tenant's three left, user %d", i+2)
 	}
 	r := f.should(t, "api", desc("user", "u9"), desc("tenant", "t"))
@@ -279,8 +279,6 @@ func sortedScan(r string) string {
 	slices.Sort(keys)
 	return r[:i+2] + strings.Join(keys, " ") + "]]"
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestQuotaModeMetadata: with --rls-response-dynamic-metadata, upstream's
 // metadata: the domain, the descriptors, and the index of a descriptor

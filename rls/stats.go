@@ -32,8 +32,6 @@ type ruleStats struct {
 	totalHits, overLimit, nearLimit, withinLimit, shadowMode atomic.Uint64
 }
 
-func newStats() *Stats { return &Stats{} }
-
 func (s *Stats) rule(domain, key string) *ruleStats {
 	if r, ok := s.rules.Load(key); ok {
 		return r.(*ruleStats)

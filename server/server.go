@@ -273,7 +273,7 @@ func Start(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("--rls-addr: %w", err)
 		}
 		front.Store(rs)
-		rs.SetServing(nd.Writable())
+		rs.SetServing(nd.Writable()) // a role change between Listen and Store found no front to tell
 		nd.InfoSection("rls", "Rls", rs.Info)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

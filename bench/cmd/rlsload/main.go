@@ -162,7 +162,7 @@ func main() {
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
 	}
 	calls := ok.Load() + over.Load() + errs.Load()
-	tick := float64(clkTck())
+	const tick = 100 // the kernel's clock ticks a second in /proc (USER_HZ): 100 on Linux
 	var cpu float64
 	var per []string
 	for i, p := range pids {
@@ -207,9 +207,6 @@ func cpuTicks(pids []int) []int64 {
 	}
 	return out
 }
-
-// clkTck is the kernel's clock ticks a second (USER_HZ): 100 on Linux.
-func clkTck() int { return 100 }
 
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "rlsload: "+format+"\n", args...)
