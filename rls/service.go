@@ -218,6 +218,8 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		}
 	}
 
+	// With ChargeEach every rule is charged on its own, as upstream does,
+	// and admitted stays true: the passive rules are charged too.
 	admitted := true
 	w.idx = w.idx[:0]
 	for i := range items {

@@ -268,17 +268,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	for stopped := false; !stopped; {
 		select {
 		case <-hup:
-			c := srv.Node.Cluster()
-			if c == nil && (srv.RLS == nil || cfg.RLS.Config == "") {
-				log.Info("SIGHUP ignored: no cluster map or rate limit configuration to reload")
-			}
-			if c != nil {
+			reloaded := false
+			if c := srv.Node.Cluster(); c != nil {
+				reloaded = true
 				if err := c.Reload(); err != nil {
 					log.Error("cluster map not reloaded; the loaded one stays", "path", cfg.ClusterConfig, "err", err)
 				}
 			}
 			if srv.RLS != nil && cfg.RLS.Config != "" {
+				reloaded = true
 				srv.RLS.Reload() // logs, counts and keeps the running configuration on an error
+			}
+			if !reloaded {
+				log.Info("SIGHUP ignored: no cluster map or rate limit configuration to reload")
 			}
 		case <-ctx.Done():
 			log.Info("signal received, shutting down")
