@@ -114,7 +114,7 @@ func (m *Middleware) Limit(rule Rule, next http.Handler) http.Handler {
 		var d decision
 		var err error
 		if len(rule.Also) == 0 {
-			key := "http:" + rule.Name + ":" + caller
+			key := scopeKey(rule.Name, caller)
 			d, err = m.decide(r.Context(), func(ctx context.Context, a Allower) (decision, error) {
 				res, err := a.Allow(ctx, key, rule.Policy, 1)
 				return decision{res: res}, err
@@ -147,16 +147,19 @@ func (m *Middleware) Limit(rule Rule, next http.Handler) http.Handler {
 // Also's, each spending one unit.
 func (rule Rule) limits(r *http.Request, caller string) []client.Limit {
 	out := make([]client.Limit, 0, 1+len(rule.Also))
-	out = append(out, client.Limit{Key: "http:" + rule.Name + ":" + caller, Policy: rule.Policy, Cost: 1})
+	out = append(out, client.Limit{Key: scopeKey(rule.Name, caller), Policy: rule.Policy, Cost: 1})
 	for _, sc := range rule.Also {
 		k := caller
 		if sc.Key != nil {
 			k = sc.Key(r)
 		}
-		out = append(out, client.Limit{Key: "http:" + sc.Name + ":" + k, Policy: sc.Policy, Cost: 1})
+		out = append(out, client.Limit{Key: scopeKey(sc.Name, k), Policy: sc.Policy, Cost: 1})
 	}
 	return out
 }
+
+// scopeKey is the rlserver key of a rule's or a scope's limit for key k.
+func scopeKey(name, k string) string { return "http:" + name + ":" + k }
 
 // decision is an answer and, for a rule with Also, the deciding limit
 // (0: the rule's own).
