@@ -96,7 +96,12 @@ func (n *Node) Publish(s *commands.Session, w commands.Writer, channel, message 
 	n.ps.mu.Lock()
 	defer n.ps.mu.Unlock()
 	count := 0
+	// A client CLIENT KILL took is gone, as in Redis, even while its
+	// connection is still being torn down.
 	for c := range n.ps.channels[string(channel)] {
+		if c.Killed() {
+			continue
+		}
 		send(c, nil)
 		count++
 	}
@@ -105,6 +110,9 @@ func (n *Node) Publish(s *commands.Session, w commands.Writer, channel, message 
 			continue
 		}
 		for c := range cs {
+			if c.Killed() {
+				continue
+			}
 			send(c, []byte(pat))
 			count++
 		}
