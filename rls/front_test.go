@@ -3,6 +3,7 @@ package rls_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -80,9 +81,11 @@ func TestReload(t *testing.T) {
 		require.NoError(t, os.Rename(tmp, filepath.Join(dir, "limits.yaml")))
 	}
 	write("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: minute\n      requests_per_unit: 1\n")
+	var logged rltest.SyncBuffer
 	f := startFront(t, func(o *server.Options) {
 		o.Config.RLS.Config = dir
 		o.Config.MetricsAddr = "127.0.0.1:0"
+		o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	})
 	require.Equal(t, uint32(1), f.should(t, "d", desc("k", "a")).Statuses[0].CurrentLimit.RequestsPerUnit)
 
@@ -101,6 +104,8 @@ func TestReload(t *testing.T) {
 	require.Equal(t, filepath.Join(dir, "limits.yaml")+": invalid rate limit unit 'fortnight'", info["rls_config_last_error"])
 	require.Equal(t, uint32(7), f.should(t, "d", desc("k", "c")).Statuses[0].CurrentLimit.RequestsPerUnit, "the running configuration stays")
 	require.Contains(t, scrape(t, f.s), "ratelimit_service_config_load_error 1\n")
+	require.Contains(t, logged.String(), "Envoy rate limit configuration not reloaded; the running one stays")
+	require.Contains(t, logged.String(), "invalid rate limit unit 'fortnight'")
 
 	// SIGHUP's path (Reload) with the file fixed.
 	write("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: minute\n      requests_per_unit: 9\n")
