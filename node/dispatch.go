@@ -269,13 +269,7 @@ func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Er
 	if !cmd.ArityOK(len(args)) {
 		return cmd, commands.ErrWrongArgs(cmd.Name)
 	}
-	tooLong := false
-	cmd.KeyPositions(args, func(i int) {
-		if len(args[i]) > n.cfg.Limits.MaxKeyLen {
-			tooLong = true
-		}
-	})
-	if tooLong {
+	if n.keyTooLong(cmd, args) {
 		c.CloseWhenReplied()
 		return cmd, commands.ErrKeyTooLong
 	}
@@ -289,4 +283,22 @@ func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Er
 		}
 	}
 	return cmd, ""
+}
+
+// keyTooLong reports whether a key argument of the call is longer than
+// the key limit. Most calls have no argument that long at all, which a
+// pass over the lengths shows without finding the keys (for a command of
+// movable keys, finding them is parsing its grammar).
+func (n *Node) keyTooLong(cmd *commands.Command, args [][]byte) bool {
+	lim := n.cfg.Limits.MaxKeyLen
+	long := false
+	for _, a := range args[1:] {
+		long = long || len(a) > lim
+	}
+	if !long {
+		return false
+	}
+	tooLong := false
+	cmd.KeyPositions(args, func(i int) { tooLong = tooLong || len(args[i]) > lim })
+	return tooLong
 }

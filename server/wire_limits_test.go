@@ -29,6 +29,7 @@ func TestLimitsCloseOnlyTheOffender(t *testing.T) {
 			{"argument too long", "*2\r\n$4\r\nECHO\r\n$65537\r\n", "-ERR Protocol error: invalid bulk length"},
 			{"key too long", string(rltest.Encode("CL.THROTTLE", strings.Repeat("k", 1025), "1", "1", "1")), "-ERR Protocol error: key too long"},
 			{"key too long for GET", string(rltest.Encode("GET", strings.Repeat("k", 1025))), "-ERR Protocol error: key too long"},
+			{"RL.ALL's third key too long", string(rltest.Encode("RL.ALL", "a", "FIXED", "1", "1s", "AND", "b", "FIXED", "1", "1s", "AND", strings.Repeat("k", 1025), "FIXED", "1", "1s")), "-ERR Protocol error: key too long"},
 			{"not a bulk", "*1\r\n+PING\r\n", "-ERR Protocol error: expected '$', got '+'"},
 			{"unbalanced quotes", "ECHO \"abc\r\n", "-ERR Protocol error: unbalanced quotes in request"},
 			{"inline too big", strings.Repeat("x", 70000), "-ERR Protocol error: too big inline request"},
@@ -51,6 +52,8 @@ func TestLimitsCloseOnlyTheOffender(t *testing.T) {
 			args[i] = fmt.Sprint("nokey", i)
 		}
 		require.Equal(t, "0", c.Do(args...))
+		// A long argument that is not a key is no offence.
+		require.Equal(t, "[0 1 1 -1 0 1 [[0 1 1 -1 0]]]", c.Do("RL.ALL", "a", "FIXED", "1", "1s", "COST", "0"+strings.Repeat("0", 1100)))
 		// The bystander and the keyspace are untouched.
 		require.Equal(t, "[0 2 0 -1 20]", bystander.Do("CL.THROTTLE", "k", "1", "1", "10"))
 		require.Equal(t, "2", bystander.Do("DBSIZE"))
