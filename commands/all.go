@@ -29,6 +29,7 @@ type allScratch struct {
 	batch     engine.Batch
 	keyArgs   []int // each group's key, as an argument index
 	decisions []Decision
+	memo      []allMemo // per group, the last call's parameters parsed
 }
 
 // allParams is how many parameters each algorithm takes after its name
@@ -89,11 +90,22 @@ func allGroup(args [][]byte, key int) (kind engine.Kind, params [][]byte, cost [
 // COST argument (nil if none). It stops at the first malformed group,
 // returning its number and the error.
 func allGroups(args [][]byte, fn func(g, key int, kind engine.Kind, params [][]byte, cost []byte) error) (int, error) {
-	for g, key := 1, 1; ; g++ {
+	return allWalk(args, func(g, key int) (int, error) {
 		kind, params, cost, end, err := allGroup(args, key)
 		if err == nil {
 			err = fn(g, key, kind, params, cost)
 		}
+		return end, err
+	})
+}
+
+// allWalk walks the groups of an RL.ALL call: group reads the group
+// numbered g (from 1) whose key is args[key] and returns the index just
+// past it. allWalk checks that an AND or the end follows, and stops at
+// the first error, returning the group's number.
+func allWalk(args [][]byte, group func(g, key int) (end int, err error)) (int, error) {
+	for g, key := 1, 1; ; g++ {
+		end, err := group(g, key)
 		switch {
 		case err != nil:
 			return g, err
@@ -104,6 +116,63 @@ func allGroups(args [][]byte, fn func(g, key int, kind engine.Kind, params [][]b
 		}
 		key = end + 1
 	}
+}
+
+// allMemo is one group of a session's last RL.ALL call: the arguments
+// after its key (the algorithm, its parameters and any COST n), copied,
+// and the limit they made. Clients send one policy call after call with
+// other keys, so most groups match their memo byte for byte, which costs
+// less than reading their numbers and periods again.
+type allMemo struct {
+	args  [][]byte // slices of buf
+	buf   []byte
+	limit engine.Limit // Key unset
+}
+
+// match returns the index just past the group whose key is args[key] if
+// the arguments after the key are the memo's and an AND or the end
+// follows them (so the grammar reads them as the memo's group).
+func (m *allMemo) match(args [][]byte, key int) (end int, ok bool) {
+	end = key + 1 + len(m.args)
+	if len(m.args) == 0 || end > len(args) {
+		return 0, false
+	}
+	for i, a := range m.args {
+		if string(args[key+1+i]) != string(a) {
+			return 0, false
+		}
+	}
+	if end < len(args) && !strings.EqualFold(string(args[end]), "AND") {
+		return 0, false
+	}
+	return end, true
+}
+
+// allMemoBytes bounds a memo's arguments, so that a session keeps no
+// more than a policy's worth of them (a group's are a few dozen bytes).
+const allMemoBytes = 128
+
+// set makes the memo group's arguments spec and limit l; if spec is longer
+// than allMemoBytes, it empties the memo instead.
+func (m *allMemo) set(spec [][]byte, l engine.Limit) {
+	m.buf, m.args = m.buf[:0], m.args[:0]
+	size := 0
+	for _, a := range spec {
+		size += len(a)
+	}
+	if size > allMemoBytes {
+		return
+	}
+	for _, a := range spec {
+		m.buf = append(m.buf, a...)
+	}
+	at := 0
+	for _, a := range spec {
+		m.args = append(m.args, m.buf[at:at+len(a):at+len(a)])
+		at += len(a)
+	}
+	l.Key = nil
+	m.limit = l
 }
 
 // allNextKey is RL.ALL's key iterator (Command.NextKey): the index of
@@ -187,11 +256,28 @@ func cmdAll(x *Ctx) {
 	b := &a.batch
 	b.Reset()
 	a.keyArgs = a.keyArgs[:0]
-	if g, err := allGroups(x.Args, func(_, key int, kind engine.Kind, params [][]byte, cost []byte) error {
-		l, err := parseAllLimit(x.Args[key], kind, params, cost)
+	if g, err := allWalk(x.Args, func(g, key int) (int, error) {
+		if len(a.memo) < g {
+			a.memo = append(a.memo, allMemo{})
+		}
+		m := &a.memo[g-1]
+		end, ok := m.match(x.Args, key)
+		l := m.limit
+		if !ok {
+			kind, params, cost, e, err := allGroup(x.Args, key)
+			if err == nil {
+				l, err = parseAllLimit(x.Args[key], kind, params, cost)
+			}
+			if err != nil {
+				return 0, err
+			}
+			end = e
+			m.set(x.Args[key+1:end], l) // a group too big for a memo clears it
+		}
+		l.Key = x.Args[key]
 		b.Add(l)
 		a.keyArgs = append(a.keyArgs, key)
-		return err
+		return end, nil
 	}); err != nil {
 		x.Error(ErrAllGroup(g, err))
 		return

@@ -41,6 +41,15 @@ func parseDigits(b []byte) (uint64, bool) {
 		return 0, false
 	}
 	var u uint64
+	if len(b) <= 19 { // below 10^19: no overflow to check for
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			u = u*10 + uint64(c-'0')
+		}
+		return u, true
+	}
 	for _, c := range b {
 		if c < '0' || c > '9' {
 			return 0, false
