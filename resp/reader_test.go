@@ -185,10 +185,10 @@ func FuzzLookahead(f *testing.F) {
 	})
 }
 
-// TestWriterInt: the small-integer fast path writes what redcon writes,
+// TestWriterInt: Int writes what redcon writes,
 // around its edges and for any value.
 func TestWriterInt(t *testing.T) {
-	vals := []int64{math.MinInt64, -1000, -1, 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1001, math.MaxInt64}
+	vals := []int64{math.MinInt64, math.MinInt64 + 1, -1000, -10, -9, -2, -1, 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1001, math.MaxInt64}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 10000 {
 		vals = append(vals, r.Int64N(2000)-500, int64(r.Uint64()))
@@ -228,5 +228,19 @@ func TestLookaheadKeepsNextsArguments(t *testing.T) {
 		args, err = rd.Next()
 		require.NoError(t, err)
 		require.Equal(t, want, string(args[1]))
+	}
+}
+
+// BenchmarkWriterInt writes an RL.ALL reply's 22 integers (three limits,
+// one of a day's window in ms).
+func BenchmarkWriterInt(b *testing.B) {
+	vals := []int64{1, 100, 0, 10, 65492392, 1, 1, 100, 0, 10, 10, 0, 1000000, 999999, -1, 65492392, 0, 1000000, 999999, -1, 92392}
+	w := NewWriter(nil)
+	b.ReportAllocs()
+	for range b.N {
+		w.Reset()
+		for _, v := range vals {
+			w.Int(v)
+		}
 	}
 }

@@ -37,7 +37,8 @@ func (w *Writer) Simple(s string) { w.buf = redcon.AppendString(w.buf, s) }
 func (w *Writer) Error(s string)  { w.buf = redcon.AppendError(w.buf, s) }
 
 // Int writes an integer reply. Limiter replies are mostly small
-// non-negative integers (a flag, a limit, a count, seconds), written here
+// non-negative integers (a flag, a limit, a count, seconds) or -1 (no
+// wait), written here
 // without strconv; others go through redcon.
 func (w *Writer) Int(n int64) {
 	switch {
@@ -45,6 +46,8 @@ func (w *Writer) Int(n int64) {
 		w.buf = append(w.buf, ':', byte('0'+n), '\r', '\n')
 	case n >= 10 && n < 100:
 		w.buf = append(w.buf, ':', byte('0'+n/10), byte('0'+n%10), '\r', '\n')
+	case n == -1: // no wait
+		w.buf = append(w.buf, ":-1\r\n"...)
 	case n >= 100 && n < 1000:
 		w.buf = append(w.buf, ':', byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10), '\r', '\n')
 	default:
