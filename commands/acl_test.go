@@ -129,6 +129,10 @@ var redisCategories = map[string]string{
 	"rl.slide":        "@write @fast @ratelimit",
 	"rl.bucket":       "@write @fast @ratelimit",
 	"rl.top":          "@read @slow @ratelimit",
+	"rl.acquire":      "@write @fast @ratelimit",
+	"rl.release":      "@write @fast @ratelimit",
+	"rl.renew":        "@write @fast @ratelimit",
+	"rl.leases":       "@read @fast @ratelimit",
 	"cl.throttle":     "@ratelimit",
 }
 

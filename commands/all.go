@@ -20,9 +20,11 @@ import (
 //	LOG    limit window                 as RL.LOG
 //	BUCKET capacity rate period         as RL.BUCKET
 //	GCRA   max_burst count period       as CL.THROTTLE (COST is its quantity)
+//	LEASE  limit lease                  as RL.ACQUIRE
 //
 // The reply is [limited, limit, remaining, retry_after_ms, reset_after_ms,
-// index, per_limit]: the first five where a single limiter puts them.
+// index, per_limit]: the first five where a single limiter puts them. A
+// LEASE group's entry has a sixth element, its token (nil when refused).
 
 // allScratch is a session's RL.ALL state, reused from call to call.
 type allScratch struct {
@@ -56,6 +58,8 @@ func allParams(alg []byte) (engine.Kind, int, bool) {
 		return engine.KindBucket, 3, true
 	case "GCRA":
 		return engine.KindThrottle, 3, true
+	case "LEASE":
+		return engine.KindLease, 2, true
 	}
 	return 0, 0, false
 }
@@ -313,7 +317,11 @@ func cmdAll(x *Ctx) {
 	w.Int(reset)
 	w.Int(int64(index + 1))
 	w.Array(len(b.Results))
-	for _, r := range b.Results {
+	for i, r := range b.Results {
+		if b.Limits[i].Kind == engine.KindLease { // a refusal or a peek has no token
+			writeLeaseReply(w, r)
+			continue
+		}
 		ri, si := r.Millis()
 		writeLimitReply(w, r.Limited, r.Limit, r.Remaining, ri, si)
 	}

@@ -15,6 +15,7 @@ const (
 	KindLog
 	KindSlide
 	KindBucket
+	KindLease
 )
 
 // ErrWrongType: the key holds another algorithm's state.
@@ -69,10 +70,15 @@ type Algorithm struct {
 	// lifeMs is the key's remaining life in ms as TTL reports it, for a
 	// key with a deadline; nil means the deadline's ms, rounded up.
 	lifeMs func(e entry, now int64) int64
-	// hasRuns: the state includes a log of runs (log.go), carried as
-	// Record.Log and derived into words on the way in. Such an algorithm
-	// decides with decideRuns.
+	// hasRuns: the state includes runs of bytes (RL.LOG's log, a lease
+	// key's leases), carried as Record.Log. Such an algorithm decides
+	// with decideRuns.
 	hasRuns bool
+	// toLog appends the runs of a state under deadline dl as Record.Log
+	// carries them; fromLog encodes a Record's Log as runs, with the
+	// words the log determines (the others as w has them).
+	toLog   func(dst []int64, dl uint64, w words, runs []byte) []int64
+	fromLog func(dl uint64, w words, log []int64) (words, []byte)
 }
 
 // algorithms is the table of every kind, indexed by Kind. A new algorithm
@@ -83,6 +89,7 @@ var algorithms = []*Algorithm{
 	KindLog:      &logAlgorithm,
 	KindSlide:    &slideAlgorithm,
 	KindBucket:   &bucketAlgorithm,
+	KindLease:    &leaseAlgorithm,
 }
 
 // algorithmOf returns k's descriptor; k must be a kind of the table

@@ -33,6 +33,8 @@ func checkAlgorithm(k Kind, a *Algorithm, seen map[string]Kind) error {
 		return fmt.Errorf("kind %d (%s): no decide", k, a.Name)
 	case a.decide != nil && a.decideRuns != nil:
 		return fmt.Errorf("kind %d (%s): both decide and decideRuns", k, a.Name)
+	case a.hasRuns != (a.toLog != nil) || a.hasRuns != (a.fromLog != nil):
+		return fmt.Errorf("kind %d (%s): runs need toLog and fromLog, and only runs do", k, a.Name)
 	}
 	seen[a.Name] = k
 	if a.hasRuns {
@@ -78,14 +80,15 @@ func TestIncompleteAlgorithmNamed(t *testing.T) {
 		mend func(a *Algorithm)
 		want string
 	}{
-		{func(a *Algorithm) { a.Name = "" }, "kind 6: no Name"},
-		{func(a *Algorithm) { a.Name = "fixed" }, "kind 6 (fixed): Name taken by kind 2"},
-		{func(a *Algorithm) { a.encode = nil }, "kind 6 (quota): no encode"},
-		{func(a *Algorithm) { a.decode = nil }, "kind 6 (quota): no decode"},
-		{func(a *Algorithm) { a.decide = nil }, "kind 6 (quota): no decide"},
-		{func(a *Algorithm) { a.hasRuns = true }, "kind 6 (quota): has runs and no decideRuns"},
-		{func(a *Algorithm) { a.decideRuns = logDecide }, "kind 6 (quota): both decide and decideRuns"},
-		{func(a *Algorithm) { a.Kind = KindLog }, "kind 6: its row says Kind 3"},
+		{func(a *Algorithm) { a.Name = "" }, "kind 7: no Name"},
+		{func(a *Algorithm) { a.Name = "fixed" }, "kind 7 (fixed): Name taken by kind 2"},
+		{func(a *Algorithm) { a.encode = nil }, "kind 7 (quota): no encode"},
+		{func(a *Algorithm) { a.decode = nil }, "kind 7 (quota): no decode"},
+		{func(a *Algorithm) { a.decide = nil }, "kind 7 (quota): no decide"},
+		{func(a *Algorithm) { a.hasRuns = true }, "kind 7 (quota): has runs and no decideRuns"},
+		{func(a *Algorithm) { a.decideRuns = logDecide }, "kind 7 (quota): both decide and decideRuns"},
+		{func(a *Algorithm) { a.Kind = KindLog }, "kind 7: its row says Kind 3"},
+		{func(a *Algorithm) { a.toLog = leasesToLog }, "kind 7 (quota): runs need toLog and fromLog, and only runs do"},
 		{func(a *Algorithm) {
 			a.decode = func(b []byte, i int, dl uint64) (words, int, int) { return words{}, 0, len(b) }
 		}, "does not round-trip"},
@@ -94,7 +97,7 @@ func TestIncompleteAlgorithmNamed(t *testing.T) {
 		tc.mend(&a)
 		seen := map[string]Kind{"fixed": KindFixed}
 		err := checkAlgorithm(kindQuota, &a, seen)
-		require.Error(t, err)
+		require.Error(t, err, tc.want)
 		require.Contains(t, err.Error(), tc.want)
 	}
 	require.ErrorContains(t, checkAlgorithm(9, nil, map[string]Kind{}), "kind 9: no Algorithm in the table")

@@ -173,6 +173,9 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 			off, end = 0, 0
 		}
 		ls.s.putLocked(off, end, ls.h, l.Key, ls.next, ls.runs)
+		if l.Kind == KindLease {
+			ls.s.issuedLocked(ls.cur.w, ls.found, ls.next.w)
+		}
 	}
 	return false, 0, nil
 }

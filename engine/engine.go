@@ -30,6 +30,8 @@ type Engine struct {
 	// that shard's lock and does not take it. Lock order: cut, then the
 	// shards.
 	cut sync.RWMutex
+	// tokenHigh is the highest lease token issued (lease.go).
+	tokenHigh atomic.Int64
 }
 
 // MaxShards bounds the shard count: a SCAN cursor holds a shard index above
@@ -62,6 +64,7 @@ func newEngine(n int, o options) *Engine {
 	for i := range e.shards {
 		e.shards[i] = newShard(e.seed, o)
 		e.shards[i].large = &e.large
+		e.shards[i].tokenHigh = &e.tokenHigh
 	}
 	return e
 }

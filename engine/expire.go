@@ -65,6 +65,7 @@ func (e *Engine) SweepCounting(now int64, onExpired func(n int)) SweepStats {
 				if p.hdr&hdrDead == 0 {
 					live++
 					if !p.e.alive(now) {
+						s.droppedLocked(p.e)
 						s.removeLocked(off, tagOf(s.hash(p.key)))
 						expired++
 					}

@@ -110,9 +110,9 @@ func (f *Feed) NextEach(fn func(key []byte, r *Record)) (flushed bool) {
 	written := func(p parsed) {
 		e := p.e
 		r = Record{Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c, Log: r.Log[:0]}
-		if algorithmOf(e.kind).hasRuns {
-			r.Log = decodeRuns(r.Log, uint64(e.deadline), p.runs)
-			r.B = 0
+		if a := algorithmOf(e.kind); a.hasRuns {
+			r.Log = a.toLog(r.Log, uint64(e.deadline), e.w, p.runs)
+			r.B = 0 // derived from the log, as in recordOf
 		}
 		fn(p.key, &r)
 	}

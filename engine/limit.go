@@ -25,6 +25,8 @@ type Result struct {
 	Remaining  int64
 	RetryAfter int64 // ns until this request would be admitted; -1 if admitted or never (saturated)
 	ResetAfter int64 // ns until the key is fresh; 0 if it is (saturated)
+	// Token is the fencing token of a lease acquired (lease.go), else 0.
+	Token int64
 	// exactMs, when set, holds the waits in ms computed without
 	// saturating the ns (RL.BUCKET's can pass 2^63 ns).
 	exactMs          bool
@@ -106,6 +108,9 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		}
 		if write = write && !st.dry; write {
 			s.putLocked(off, end, h, key, entry{kind: kind, w: next.w, deadline: next.deadline}, next.runs)
+			if kind == KindLease {
+				s.issuedLocked(e.w, ok, next.w)
+			}
 			if cap(next.runs) <= 64<<10 { // keep the scratch unless a huge log grew it
 				s.logBuf = next.runs[:0]
 			}

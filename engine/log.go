@@ -80,6 +80,13 @@ var logAlgorithm = Algorithm{
 	// it exactly as it was (even the entries it found expired under its
 	// own window, which a later, longer window may count).
 	decideRuns: logDecide,
+	toLog: func(dst []int64, dl uint64, _ words, runs []byte) []int64 {
+		return decodeRuns(dst, dl, runs)
+	},
+	fromLog: func(dl uint64, w words, log []int64) (words, []byte) {
+		w.b, w.c = int64(logOldest(log)), 0
+		return w, appendRuns(nil, dl, log)
+	},
 }
 
 // logDecide runs RL.LOG on the key's state cur (logOf names its parts).

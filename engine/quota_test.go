@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A sixth algorithm that exists only in the tests, to show that one file
+// An algorithm that exists only in the tests, to show that one file
 // and one row are all a new algorithm takes: RL.QUOTA admits at most limit
 // units in total, ever (a lifetime quota; the key never expires).
 
-const kindQuota Kind = 6
+const kindQuota Kind = 7 // the last a record header holds
 
 // quotaState is a quota key's state. The zero value is fresh.
 type quotaState struct{ used int64 }
@@ -51,10 +51,10 @@ var quotaAlgorithm = Algorithm{
 // The one row.
 func init() { algorithms = append(algorithms, &quotaAlgorithm) }
 
-// TestSixthAlgorithm: the test-only algorithm works through everything a
+// TestTestOnlyAlgorithm: the test-only algorithm works through everything a
 // kind of key goes through: decisions, wrong-type checks, TYPE, the
 // change feed, a restore into another engine, expiry and SCAN.
-func TestSixthAlgorithm(t *testing.T) {
+func TestTestOnlyAlgorithm(t *testing.T) {
 	const now = int64(1e9)
 	e := New(2)
 	f := e.NewFeed()

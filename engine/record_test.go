@@ -35,7 +35,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	for n := 0; n < 20000; n++ {
-		kind := Kind(1 + r.IntN(5))
+		kind := Kind(1 + r.IntN(6))
 		key := make([]byte, r.IntN(300))
 		for i := range key {
 			key[i] = byte(r.Uint32())
@@ -66,6 +66,11 @@ func TestRecordRoundTrip(t *testing.T) {
 					words = append(words, -(t&math.MaxInt64)-1, 2+r.Int64N(1<<40))
 				}
 			}
+		case KindLease:
+			// Any tokens, ends and costs, as triples.
+			for k := r.IntN(6); k > 0; k-- {
+				words = append(words, randWord(r), randWord(r), randWord(r)&math.MaxInt64)
+			}
 		}
 		hdr := byte(kind)
 		if r.IntN(2) == 0 {
@@ -73,8 +78,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 		pad := r.IntN(3)
 		var runs []byte
-		if kind == KindLog {
-			runs = appendRuns(nil, uint64(e.deadline), words)
+		if a := algorithmOf(kind); a.hasRuns {
+			e.w, runs = a.fromLog(uint64(e.deadline), e.w, words)
 		}
 		b := withSlack(appendRecord(make([]byte, pad), hdr, key, e, runs), r.IntN(200))
 		p := parseRecord(b, pad)
@@ -82,8 +87,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		require.Equal(t, hdr, p.hdr)
 		require.Equal(t, key, p.key)
 		require.Equal(t, e, p.e, "seed %d n %d kind %d", seed, n, kind)
-		if kind == KindLog {
-			got := decodeRuns(nil, uint64(e.deadline), p.runs)
+		if a := algorithmOf(kind); a.hasRuns {
+			got := a.toLog(nil, uint64(e.deadline), p.e.w, p.runs)
 			if len(words) == 0 {
 				require.Empty(t, got)
 			} else {

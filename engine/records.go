@@ -19,9 +19,9 @@ type Record struct {
 func recordOf(p parsed) Record {
 	e := p.e
 	r := Record{Key: string(p.key), Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c}
-	if algorithmOf(e.kind).hasRuns {
-		r.Log = decodeRuns(nil, uint64(e.deadline), p.runs)
-		r.B = 0 // the oldest run's time, derived from the log
+	if a := algorithmOf(e.kind); a.hasRuns {
+		r.Log = a.toLog(nil, uint64(e.deadline), e.w, p.runs)
+		r.B = 0 // derived from the log (RL.LOG's oldest time, a lease key's total cost)
 	}
 	return r
 }
@@ -82,9 +82,8 @@ func (e *Engine) apply(r Record, now int64, quiet bool) bool {
 	}
 	en := entry{kind: r.Kind, deadline: r.Deadline, w: words{r.A, r.B, r.C}}
 	var runs []byte
-	if algorithmOf(r.Kind).hasRuns {
-		en.w.b, en.w.c = int64(logOldest(r.Log)), 0
-		runs = appendRuns(nil, uint64(r.Deadline), r.Log)
+	if a := algorithmOf(r.Kind); a.hasRuns {
+		en.w, runs = a.fromLog(uint64(r.Deadline), en.w, r.Log)
 	}
 	s.putLocked(off, oldEnd, h, key, en, runs)
 	return true

@@ -48,9 +48,14 @@ type shard struct {
 	// sweepAt is where the expiry sweep resumes: a record's offset,
 	// carried along when compaction moves that record.
 	sweepAt int
-	// latest is the latest time a decision in this shard was made at.
+	// latest is the latest time a decision in this shard was made at,
+	// or the latest lease token issued here if that is later (lease.go).
 	latest int64
-	_      [64]byte
+	// leases counts lease events; tokenHigh is the engine's highest
+	// token (nil in a bare shard).
+	leases    leaseEvents
+	tokenHigh *atomic.Int64
+	_         [64]byte
 }
 
 func newShard(seed maphash.Seed, o options) *shard {
@@ -86,10 +91,11 @@ func (s *shard) lookupRunsLocked(h uint64, key []byte, now int64) (off int, e en
 		// Dropping it decides it expired at now: no later decision may
 		// be taken at an earlier time, which would have found it held.
 		s.decisionTimeLocked(now)
+		s.droppedLocked(e)
 		s.removeLocked(off, tagOf(h))
 		return 0, entry{}, 0, nil, false
 	}
-	if e.kind == KindLog {
+	if runsAt != 0 {
 		n, j := uvarint(s.data, runsAt)
 		runs = s.data[j : j+int(n) : j+int(n)]
 	}

@@ -335,4 +335,4 @@ func (n *Node) observe(c *Client, cmd *commands.Command, args [][]byte, d int64)
 }
 
 // kindNames name the kinds as metrics label them.
-var kindNames = [8]string{engine.KindThrottle: "gcra", engine.KindFixed: "fixed", engine.KindLog: "log", engine.KindSlide: "slide", engine.KindBucket: "bucket"}
+var kindNames = [8]string{engine.KindThrottle: "gcra", engine.KindFixed: "fixed", engine.KindLog: "log", engine.KindSlide: "slide", engine.KindBucket: "bucket", engine.KindLease: "lease"}

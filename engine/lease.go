@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+
+	"github.com/rlserver/rlserver/internal/sat"
+)
+
+// RL.ACQUIRE, RL.RELEASE, RL.RENEW, RL.LEASES: a concurrency limit. A key
+// holds leases, each a token, an end (Unix ns) and a cost; it admits an
+// acquisition of cost n iff the costs of its live leases (end > now) plus
+// n fit in limit. A lease ends at its end unless released first, so a
+// dead holder's slot comes back exactly then, on the server's clock.
+//
+// Tokens are fencing tokens: a key's tokens strictly increase for ever.
+// A token is max(now, the key's last token) + 1, and the shard's decision
+// time moves up to it (decisionTimeLocked never goes below a token
+// issued), as does the engine's high-water mark of tokens (TokenHigh),
+// which snapshots and replication carry as the clock's mark. So a key
+// whose last lease ended can go away: a later acquisition, after a DEL,
+// a restart or a failover, decides at a time above every token issued.
+//
+// In the record the leases are runs in token order, oldest first:
+//
+//	uvarint(last - t0) | uvarint(zz(deadline - end0)) | uvarint(cost0) | uvarint(t1 - t0) | ...
+//
+// with wrapping differences (every encoding is total). The deadline is
+// the latest end, so the key expires with its last lease. A lease of a
+// 10 s term acquired 1 ms after the one before costs 3 + 5 + 1 bytes.
+// Outside the record (persistence's Record.Log) leases are triples
+// token, end, cost, in token order.
+//
+// In words, a is the last token issued, b the stored leases' total cost
+// and c their number. Stored leases may have ended (a refused call writes
+// nothing); every write drops them, so what is stored never costs more
+// than limit.
+
+// lease is one lease.
+type lease struct{ token, end, cost int64 }
+
+var leaseAlgorithm = Algorithm{
+	Kind: KindLease, Name: "lease", hasRuns: true,
+	// Body: zz(deadline - last token) | total cost | leases | byte length
+	// of the runs | runs.
+	encode: func(dst []byte, dl uint64, w words, runs []byte) []byte {
+		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(w.a))))
+		dst = binary.AppendUvarint(dst, uint64(w.b))
+		dst = binary.AppendUvarint(dst, uint64(w.c))
+		dst = binary.AppendUvarint(dst, uint64(len(runs)))
+		return append(dst, runs...)
+	},
+	decode: func(b []byte, i int, dl uint64) (w words, runs, end int) {
+		var u uint64
+		u, i = uvarint(b, i)
+		w.a = int64(dl - uint64(unzz(u)))
+		u, i = uvarint(b, i)
+		w.b = int64(u)
+		u, i = uvarint(b, i)
+		w.c = int64(u)
+		runs = i
+		u, i = uvarint(b, i)
+		return w, runs, i + int(u)
+	},
+	decideRuns: leaseAcquire,
+	toLog:      leasesToLog,
+	fromLog:    leasesFromLog,
+}
+
+// leasesOf appends the leases encoded in runs (held under deadline dl,
+// last token last) to dst, in token order.
+func leasesOf(dst []lease, runs []byte, dl uint64, last int64) []lease {
+	t := uint64(last)
+	for i := 0; i < len(runs); {
+		var g, d, c uint64
+		g, i = uvarint(runs, i)
+		d, i = uvarint(runs, i)
+		c, i = uvarint(runs, i)
+		if len(dst) == 0 {
+			t -= g
+		} else {
+			t += g
+		}
+		dst = append(dst, lease{token: int64(t), end: int64(dl - uint64(unzz(d))), cost: int64(c)})
+	}
+	return dst
+}
+
+// appendLeases encodes ls (in token order) as runs under deadline dl and
+// last token last.
+func appendLeases(dst []byte, ls []lease, dl uint64, last int64) []byte {
+	for i, l := range ls {
+		g := uint64(last) - uint64(l.token)
+		if i > 0 {
+			g = uint64(l.token) - uint64(ls[i-1].token)
+		}
+		dst = binary.AppendUvarint(dst, g)
+		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(l.end))))
+		dst = binary.AppendUvarint(dst, uint64(l.cost))
+	}
+	return dst
+}
+
+func leasesToLog(dst []int64, dl uint64, w words, runs []byte) []int64 {
+	var buf [16]lease
+	for _, l := range leasesOf(buf[:0], runs, dl, w.a) {
+		dst = append(dst, l.token, l.end, l.cost)
+	}
+	return dst
+}
+
+func leasesFromLog(dl uint64, w words, log []int64) (words, []byte) {
+	var ls []lease
+	for i := 0; i+2 < len(log); i += 3 {
+		ls = append(ls, lease{log[i], log[i+1], log[i+2]})
+	}
+	w.b, w.c = 0, int64(len(ls))
+	for _, l := range ls {
+		w.b = sat.Add(w.b, l.cost)
+	}
+	return w, appendLeases(nil, ls, dl, w.a)
+}
+
+// leaseSet is a key's leases as the lease operations take them: the last
+// token and the leases, live or not, in token order.
+type leaseSet struct {
+	last   int64
+	leases []lease
+}
+
+// live drops the leases that ended by now, in place, and returns how
+// many it dropped and the live leases' total cost.
+func (ls *leaseSet) live(now int64) (dropped, cost int64) {
+	kept := ls.leases[:0]
+	for _, l := range ls.leases {
+		if l.end > now {
+			kept = append(kept, l)
+			cost = sat.Add(cost, l.cost)
+		} else {
+			dropped++
+		}
+	}
+	ls.leases = kept
+	return dropped, cost
+}
+
+// state encodes the set as a record's state into runs: its words, runs
+// and deadline (the latest end; 0, fresh, when no lease is left).
+func (ls *leaseSet) state(runs []byte) held {
+	var dl int64
+	w := words{a: ls.last, c: int64(len(ls.leases))}
+	for _, l := range ls.leases {
+		dl = max(dl, l.end)
+		w.b = sat.Add(w.b, l.cost)
+	}
+	return held{w: w, runs: appendLeases(runs, ls.leases, uint64(dl), ls.last), deadline: dl}
+}
+
+// leaseAcquire is RL.ACQUIRE as an algorithm: p.Limit is the limit,
+// p.Window the lease's term (ns) and p.Cost n. It admits iff the live
+// leases' costs plus n fit in the limit, then adds a lease of token
+// max(now, last token) + 1 ending p.Window from now; r.Token is that
+// token. Remaining is the limit less the live costs after the call; a
+// refusal's wait is until enough leases end for n if none is released
+// (-1 if n exceeds the limit); the reset is until the last lease ends.
+// A call of cost 0 is a peek: it is never refused and stores nothing.
+// scratch is room for the new runs.
+func leaseAcquire(p Params, cur held, now int64, scratch []byte) (next held, r Result, write bool) {
+	var buf [16]lease
+	ls := leaseSet{last: cur.w.a, leases: leasesOf(buf[:0], cur.runs, uint64(cur.deadline), cur.w.a)}
+	_, used := ls.live(now)
+	r = Result{Limit: p.Limit, RetryAfter: -1}
+	lastEnd := now
+	for _, l := range ls.leases {
+		lastEnd = max(lastEnd, l.end)
+	}
+	if p.Cost == 0 || !fitsUnder(used, p.Cost, p.Limit) {
+		r.Limited = p.Cost != 0
+		r.Remaining = max(p.Limit-used, 0)
+		r.ResetAfter = lastEnd - now
+		if r.Limited && p.Cost <= p.Limit {
+			// The ends in order, until enough would be free.
+			var eb [16]lease
+			ends := append(eb[:0], ls.leases...)
+			slices.SortFunc(ends, func(a, b lease) int { return cmp.Compare(a.end, b.end) })
+			for _, l := range ends {
+				used -= l.cost
+				if fitsUnder(used, p.Cost, p.Limit) {
+					r.RetryAfter = l.end - now
+					break
+				}
+			}
+		}
+		return cur, r, false
+	}
+	token := max(now, ls.last) + 1
+	end := sat.Add(now, p.Window)
+	ls.last = token
+	ls.leases = append(ls.leases, lease{token: token, end: end, cost: p.Cost})
+	next = ls.state(scratch)
+	r.Remaining = p.Limit - used - p.Cost
+	r.ResetAfter = next.deadline - now
+	r.Token = token
+	return next, r, true
+}
+
+// leaseEvents counts what happened to a shard's leases, under its lock.
+type leaseEvents struct{ acquired, released, renewed, expired int64 }
+
+// LeaseStats counts lease events since the engine started: leases
+// acquired, released, renewed, and ended without a release (a holder
+// that never released shows here).
+type LeaseStats struct{ Acquired, Released, Renewed, Expired int64 }
+
+// LeaseStats sums the shards' lease events.
+func (e *Engine) LeaseStats() LeaseStats {
+	var t LeaseStats
+	for _, s := range e.shards {
+		s.mu.Lock()
+		t.Acquired += s.leases.acquired
+		t.Released += s.leases.released
+		t.Renewed += s.leases.renewed
+		t.Expired += s.leases.expired
+		s.mu.Unlock()
+	}
+	return t
+}
+
+// TokenHigh is the highest fencing token issued since the engine started
+// (Unix ns + a few), 0 if none: the clock's high-water mark that
+// snapshots and replication carry is at least this.
+func (e *Engine) TokenHigh() int64 { return e.tokenHigh.Load() }
+
+// issuedLocked accounts for a lease acquired with token next.a, found
+// (if found) with cur's stored leases: the shard's time moves up to the
+// token, so no later decision here issues one at or below it, nor does a
+// later snapshot or replica's clock fall below it; the leases the write
+// dropped had ended.
+func (s *shard) issuedLocked(cur words, found bool, next words) {
+	token := next.a
+	s.latest = max(s.latest, token)
+	if s.tokenHigh != nil {
+		for {
+			h := s.tokenHigh.Load()
+			if token <= h || s.tokenHigh.CompareAndSwap(h, token) {
+				break
+			}
+		}
+	}
+	s.leases.acquired++
+	if found {
+		s.leases.expired += cur.c - (next.c - 1)
+	}
+}
+
+// droppedLocked accounts for a record that expired whole: a lease key's
+// leases all ended.
+func (s *shard) droppedLocked(e entry) {
+	if e.kind == KindLease {
+		s.leases.expired += e.w.c
+	}
+}
+
+// LeaseInfo is a live lease as RL.LEASES lists it.
+type LeaseInfo struct {
+	Token int64
+	Left  int64 // ns until it ends
+	Cost  int64
+}
+
+// Release ends the live lease of key with token, or with any the live
+// lease closest to its end (ties: the lowest token), and reports whether
+// there was one. The key goes when its last lease does.
+func (st Store) Release(key []byte, token int64, any bool, now int64) (bool, error) {
+	released := false
+	err := st.leaseOp(key, now, func(ls *leaseSet, _ int64) bool {
+		at := -1
+		for i, l := range ls.leases {
+			if any && (at < 0 || l.end < ls.leases[at].end) || !any && l.token == token {
+				at = i
+			}
+		}
+		if at < 0 {
+			return false
+		}
+		ls.leases = slices.Delete(ls.leases, at, at+1)
+		released = true
+		return true
+	})
+	return released, err
+}
+
+// Renew makes key's live lease with token end term ns from now, longer
+// or shorter, and returns the ns it has left; ok is false if no such
+// lease lives (its holder lost it).
+func (st Store) Renew(key []byte, token, term, now int64) (left int64, ok bool, err error) {
+	err = st.leaseOp(key, now, func(ls *leaseSet, now int64) bool {
+		for i := range ls.leases {
+			if ls.leases[i].token == token {
+				ls.leases[i].end = sat.Add(now, term)
+				left, ok = ls.leases[i].end-now, true
+				return true
+			}
+		}
+		return false
+	})
+	return left, ok, err
+}
+
+// Leases appends key's live leases to dst, in token order.
+func (st Store) Leases(key []byte, now int64, dst []LeaseInfo) ([]LeaseInfo, error) {
+	err := st.leaseOp(key, now, func(ls *leaseSet, now int64) bool {
+		for _, l := range ls.leases {
+			dst = append(dst, LeaseInfo{Token: l.token, Left: l.end - now, Cost: l.cost})
+		}
+		return false
+	})
+	return dst, err
+}
+
+// leaseOp runs op on key's live leases under its shard's lock, at now or
+// the shard's later decision time, which op is given; op changes them in
+// place and reports whether to store them (released and renewed are
+// counted here). The key goes when no lease is left.
+// ErrWrongType if key holds another kind; a missing key has no leases.
+func (st Store) leaseOp(key []byte, now int64, op func(ls *leaseSet, now int64) bool) error {
+	s, h := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	now = s.decisionTimeLocked(now)
+	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
+	if !ok {
+		return nil
+	}
+	if e.kind != KindLease {
+		return ErrWrongType
+	}
+	var buf [16]lease
+	ls := leaseSet{last: e.w.a, leases: leasesOf(buf[:0], runs, uint64(e.deadline), e.w.a)}
+	dropped, _ := ls.live(now)
+	n := len(ls.leases)
+	if !op(&ls, now) || st.dry {
+		return nil
+	}
+	if len(ls.leases) < n {
+		s.leases.released++
+	} else {
+		s.leases.renewed++
+	}
+	s.leases.expired += dropped
+	if len(ls.leases) == 0 {
+		s.removeLocked(off, tagOf(h))
+		return nil
+	}
+	next := ls.state(s.logBuf[:0])
+	s.putLocked(off, end, h, key, entry{kind: KindLease, w: next.w, deadline: next.deadline}, next.runs)
+	if cap(next.runs) <= 64<<10 {
+		s.logBuf = next.runs[:0]
+	}
+	return nil
+}
