@@ -220,7 +220,11 @@ func (b *Batch) decideOne(i int, now int64) (Result, error) {
 	a := algorithmOf(l.Kind)
 	var r Result
 	if a.hasRuns {
-		next, res, write := a.decideRuns(l.Params, ls.held(), now, b.runs[i][:0])
+		cur := ls.held()
+		if l.Kind == KindLease {
+			cur = ls.s.tokenFloorLocked(cur)
+		}
+		next, res, write := a.decideRuns(l.Params, cur, now, b.runs[i][:0])
 		r, ls.write = res, write
 		if write {
 			ls.next = entry{kind: l.Kind, w: next.w, deadline: next.deadline}

@@ -15,20 +15,23 @@ import (
 // dead holder's slot comes back exactly then, on the server's clock.
 //
 // Tokens are fencing tokens: a key's tokens strictly increase for ever.
-// A token is max(now, the key's last token) + 1, and the shard's decision
-// time moves up to it (decisionTimeLocked never goes below a token
-// issued), as does the engine's high-water mark of tokens (TokenHigh),
-// which snapshots and replication carry as the clock's mark. So a key
-// whose last lease ended can go away: a later acquisition, after a DEL,
-// a restart or a failover, decides at a time above every token issued.
+// A token is max(now, the key's last token, the shard's last token) + 1:
+// above the clock's reading and every token issued in the shard. The
+// engine's highest token (TokenHigh) is part of the clock's high-water
+// mark that snapshots and replication carry, so after a restart or a
+// failover the clock reads above every token issued before. So a key
+// whose last lease ended can simply go away: a later acquisition, after
+// a DEL, a restart or a failover, issues a token above all of its old
+// ones.
 //
 // In the record the leases are runs in token order, oldest first:
 //
-//	uvarint(last - t0) | uvarint(zz(deadline - end0)) | uvarint(cost0) | uvarint(t1 - t0) | ...
+//	uvarint(zz(deadline - t0)) | uvarint(zz(deadline - end0)) | uvarint(cost0) | uvarint(t1 - t0) | ...
 //
 // with wrapping differences (every encoding is total). The deadline is
 // the latest end, so the key expires with its last lease. A lease of a
 // 10 s term acquired 1 ms after the one before costs 3 + 5 + 1 bytes.
+// (Times are ns: a lease's end is its acquisition's time plus its term.)
 // Outside the record (persistence's Record.Log) leases are triples
 // token, end, cost, in token order.
 //
@@ -68,17 +71,17 @@ var leaseAlgorithm = Algorithm{
 	fromLog:    leasesFromLog,
 }
 
-// leasesOf appends the leases encoded in runs (held under deadline dl,
-// last token last) to dst, in token order.
-func leasesOf(dst []lease, runs []byte, dl uint64, last int64) []lease {
-	t := uint64(last)
-	for i := 0; i < len(runs); {
+// leasesOf appends the leases encoded in runs (held under deadline dl)
+// to dst, in token order.
+func leasesOf(dst []lease, runs []byte, dl uint64) []lease {
+	var t uint64
+	for i, first := 0, true; i < len(runs); first = false {
 		var g, d, c uint64
 		g, i = uvarint(runs, i)
 		d, i = uvarint(runs, i)
 		c, i = uvarint(runs, i)
-		if len(dst) == 0 {
-			t -= g
+		if first {
+			t = dl - uint64(unzz(g))
 		} else {
 			t += g
 		}
@@ -87,11 +90,10 @@ func leasesOf(dst []lease, runs []byte, dl uint64, last int64) []lease {
 	return dst
 }
 
-// appendLeases encodes ls (in token order) as runs under deadline dl and
-// last token last.
-func appendLeases(dst []byte, ls []lease, dl uint64, last int64) []byte {
+// appendLeases encodes ls (in token order) as runs under deadline dl.
+func appendLeases(dst []byte, ls []lease, dl uint64) []byte {
 	for i, l := range ls {
-		g := uint64(last) - uint64(l.token)
+		g := zz(int64(dl - uint64(l.token)))
 		if i > 0 {
 			g = uint64(l.token) - uint64(ls[i-1].token)
 		}
@@ -104,7 +106,7 @@ func appendLeases(dst []byte, ls []lease, dl uint64, last int64) []byte {
 
 func leasesToLog(dst []int64, dl uint64, w words, runs []byte) []int64 {
 	var buf [16]lease
-	for _, l := range leasesOf(buf[:0], runs, dl, w.a) {
+	for _, l := range leasesOf(buf[:0], runs, dl) {
 		dst = append(dst, l.token, l.end, l.cost)
 	}
 	return dst
@@ -119,7 +121,7 @@ func leasesFromLog(dl uint64, w words, log []int64) (words, []byte) {
 	for _, l := range ls {
 		w.b = sat.Add(w.b, l.cost)
 	}
-	return w, appendLeases(nil, ls, dl, w.a)
+	return w, appendLeases(nil, ls, dl)
 }
 
 // leaseSet is a key's leases as the lease operations take them: the last
@@ -154,7 +156,7 @@ func (ls *leaseSet) state(runs []byte) held {
 		dl = max(dl, l.end)
 		w.b = sat.Add(w.b, l.cost)
 	}
-	return held{w: w, runs: appendLeases(runs, ls.leases, uint64(dl), ls.last), deadline: dl}
+	return held{w: w, runs: appendLeases(runs, ls.leases, uint64(dl)), deadline: dl}
 }
 
 // leaseAcquire is RL.ACQUIRE as an algorithm: p.Limit is the limit,
@@ -165,10 +167,11 @@ func (ls *leaseSet) state(runs []byte) held {
 // refusal's wait is until enough leases end for n if none is released
 // (-1 if n exceeds the limit); the reset is until the last lease ends.
 // A call of cost 0 is a peek: it is never refused and stores nothing.
-// scratch is room for the new runs.
+// scratch is room for the new runs. The shard raises cur's last token to
+// its own (tokenFloorLocked) before the call.
 func leaseAcquire(p Params, cur held, now int64, scratch []byte) (next held, r Result, write bool) {
 	var buf [16]lease
-	ls := leaseSet{last: cur.w.a, leases: leasesOf(buf[:0], cur.runs, uint64(cur.deadline), cur.w.a)}
+	ls := leaseSet{last: cur.w.a, leases: leasesOf(buf[:0], cur.runs, uint64(cur.deadline))}
 	_, used := ls.live(now)
 	r = Result{Limit: p.Limit, RetryAfter: -1}
 	lastEnd := now
@@ -232,14 +235,20 @@ func (e *Engine) LeaseStats() LeaseStats {
 // snapshots and replication carry is at least this.
 func (e *Engine) TokenHigh() int64 { return e.tokenHigh.Load() }
 
+// tokenFloorLocked is h, a lease key's state found (zero if none), with
+// its last token raised to the shard's: an acquisition issues a token
+// above both. The runs do not depend on it.
+func (s *shard) tokenFloorLocked(h held) held {
+	h.w.a = max(h.w.a, s.lastToken)
+	return h
+}
+
 // issuedLocked accounts for a lease acquired with token next.a, found
-// (if found) with cur's stored leases: the shard's time moves up to the
-// token, so no later decision here issues one at or below it, nor does a
-// later snapshot or replica's clock fall below it; the leases the write
-// dropped had ended.
+// (if found) with cur's stored leases: the shard's last token and the
+// engine's highest move up to it; the leases the write dropped had ended.
 func (s *shard) issuedLocked(cur words, found bool, next words) {
 	token := next.a
-	s.latest = max(s.latest, token)
+	s.lastToken = max(s.lastToken, token)
 	if s.tokenHigh != nil {
 		for {
 			h := s.tokenHigh.Load()
@@ -337,7 +346,7 @@ func (st Store) leaseOp(key []byte, now int64, op func(ls *leaseSet, now int64) 
 		return ErrWrongType
 	}
 	var buf [16]lease
-	ls := leaseSet{last: e.w.a, leases: leasesOf(buf[:0], runs, uint64(e.deadline), e.w.a)}
+	ls := leaseSet{last: e.w.a, leases: leasesOf(buf[:0], runs, uint64(e.deadline))}
 	dropped, _ := ls.live(now)
 	n := len(ls.leases)
 	if !op(&ls, now) || st.dry {

@@ -98,6 +98,9 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		if ok {
 			cur = held{w: e.w, runs: runs, deadline: e.deadline}
 		}
+		if kind == KindLease {
+			cur = s.tokenFloorLocked(cur)
+		}
 		var next held
 		next, r, write = a.decideRuns(p, cur, now, s.logBuf[:0])
 		if write && !ok {

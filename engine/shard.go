@@ -48,11 +48,12 @@ type shard struct {
 	// sweepAt is where the expiry sweep resumes: a record's offset,
 	// carried along when compaction moves that record.
 	sweepAt int
-	// latest is the latest time a decision in this shard was made at,
-	// or the latest lease token issued here if that is later (lease.go).
+	// latest is the latest time a decision in this shard was made at.
 	latest int64
-	// leases counts lease events; tokenHigh is the engine's highest
-	// token (nil in a bare shard).
+	// lastToken is the highest lease token issued here, leases counts
+	// lease events, and tokenHigh is the engine's highest token (nil in
+	// a bare shard); lease.go.
+	lastToken int64
 	leases    leaseEvents
 	tokenHigh *atomic.Int64
 	_         [64]byte

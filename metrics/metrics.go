@@ -44,6 +44,7 @@ var (
 	descReplOff   = prometheus.NewDesc("rlserver_replication_offset", "This node's replication offset (bytes of the stream).", nil, nil)
 	descReplLag   = prometheus.NewDesc("rlserver_replication_lag_seconds", "A replica: since its primary last sent anything (-1 while the link is down); a primary: the longest an online replica has not acknowledged.", nil, nil)
 	descReplicas  = prometheus.NewDesc("rlserver_connected_replicas", "Online replicas of this primary.", nil, nil)
+	descLeases    = prometheus.NewDesc("rlserver_leases_total", "Lease events (RL.ACQUIRE): acquired, released, renewed, and expired (ended without a release: a holder that died, or leaked one).", []string{"event"}, nil)
 	descTop       = prometheus.NewDesc("rlserver_top_rejected", "Rejections over the last minute of the most rejected keys (--metrics-top-keys).", []string{"key"}, nil)
 )
 
@@ -55,7 +56,7 @@ type collector struct {
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCommands, descRejected, descFailed, descDuration, descDecisions, descKeys,
-		descClients, descMemory, descSnapDur, descSnapLast, descSnapErrs, descClockOff, descReplOff, descReplLag, descReplicas, descTop} {
+		descClients, descMemory, descSnapDur, descSnapLast, descSnapErrs, descClockOff, descReplOff, descReplLag, descReplicas, descTop, descLeases} {
 		ch <- d
 	}
 }
@@ -97,6 +98,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descReplLag, prometheus.GaugeValue, lag)
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(o.ConnectedReplicas))
+	for event, v := range map[string]int64{"acquired": o.Leases.Acquired, "released": o.Leases.Released, "renewed": o.Leases.Renewed, "expired": o.Leases.Expired} {
+		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.CounterValue, float64(v), event)
+	}
 	for _, e := range o.TopRejected {
 		ch <- prometheus.MustNewConstMetric(descTop, prometheus.GaugeValue, float64(e.Count), e.Key)
 	}

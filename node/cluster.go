@@ -117,7 +117,9 @@ func (n *Node) ClusterHandOff(s *commands.Session, id string, slots *[cluster.Sl
 	recs := n.engine.Take(now, func(k []byte) bool { return slots[cluster.Slot(k)] })
 	n.tellReplication()
 	n.log.Info("cluster slots handed over", "to", id, "keys", len(recs))
-	return replication.EncodeRecords(now, recs), nil
+	// The receiver's clock rises to the reading sent, which covers every
+	// lease token issued here (engine/lease.go).
+	return replication.EncodeRecords(max(now, n.engine.TokenHigh()), recs), nil
 }
 
 // drain waits until every command that was running when it was called,

@@ -295,6 +295,8 @@ func (n *Node) infoRlserver(f *infoFields, _ int64, st engine.Store) {
 		fmt.Fprintf(&f.b, "decisions_%s:admitted=%d,rejected=%d,peek=%d\r\n", name, d[k][resultAdmitted], d[k][resultRejected], d[k][resultPeek])
 		f.line("keys_"+name, kinds[k])
 	}
+	l := n.engine.LeaseStats()
+	fmt.Fprintf(&f.b, "leases:acquired=%d,released=%d,renewed=%d,expired=%d\r\n", l.Acquired, l.Released, l.Renewed, l.Expired)
 	for i, e := range n.TopRejected(10) {
 		fmt.Fprintf(&f.b, "top_rejected_%d:key=%s,rejections=%d\r\n", i+1, commands.QuoteInfoKey(e.Key), e.Count)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/proc"
 )
 
@@ -30,6 +31,7 @@ type Observed struct {
 	ReplLag           time.Duration // -1: a replica whose link is down
 	ConnectedReplicas int
 	TopRejected       []commands.TopEntry
+	Leases            engine.LeaseStats
 }
 
 // CommandObserved is one command's counts and latency histogram.
@@ -49,7 +51,7 @@ func ResultName(r int) string { return resultNames[r] }
 // Observe reads what the metrics endpoint exports; top is how many of
 // the most rejected keys to include.
 func (n *Node) Observe(top int) Observed {
-	o := Observed{Decisions: n.Decisions(), Clients: n.connectedClients()}
+	o := Observed{Decisions: n.Decisions(), Clients: n.connectedClients(), Leases: n.engine.LeaseStats()}
 	st := n.engine.Store()
 	o.Keys = st.Kinds()
 	for _, c := range n.table.All() {

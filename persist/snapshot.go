@@ -197,7 +197,10 @@ func (s *Snapshotter) saveLocked() (err error) {
 			return err
 		}
 	}
-	hw := s.clk.Now()
+	// The mark covers every lease token issued, which may run a few ns
+	// ahead of the clock (engine/lease.go): a restart never issues one
+	// again.
+	hw := max(s.clk.Now(), s.e.TokenHigh())
 	if err := s.store.Commit(b, hw, s.e.Store().Len()); err != nil {
 		s.broken = true
 		return err

@@ -161,7 +161,7 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 	}
 	var fw frameWriter
 	fw.start = -1
-	now := m.clk.Now()
+	now := max(m.clk.Now(), m.e.TokenHigh()) // as pump's
 	fw.frame(frameSyncStart, now)
 	keys := 0
 	m.e.Dump(now, func(r engine.Record) {

@@ -249,7 +249,10 @@ func (m *Manager) pump(beat bool) {
 	if len(m.bounds) == 0 && !flushed && (len(m.links) == 0 || (!beat && time.Since(m.last) < heartbeatEvery)) {
 		return // heartbeats are for replicas: without any the stream stays put
 	}
-	now := m.clk.Now()
+	// The time a replica follows covers every lease token issued, which
+	// may run a few ns ahead of the clock (engine/lease.go): promoted, it
+	// never issues one again.
+	now := max(m.clk.Now(), m.e.TokenHigh())
 	m.fw.buf, m.fw.start = m.fw.buf[:0], -1
 	if flushed {
 		m.fw.frame(frameFlush, now)
