@@ -72,7 +72,7 @@ func (p Policy) group(key string, cost int64) ([]any, error) {
 	return []any{key, groupNames[p.Algorithm], p.Limit, window(p.Period), "COST", cost}, nil
 }
 
-var groupNames = [...]string{Fixed: "FIXED", Log: "LOG", Slide: "SLIDE"}
+var groupNames = [...]string{Fixed: "FIXED", Log: "LOG", Slide: "SLIDE", Concurrency: "LEASE"}
 
 // parseAll reads RL.ALL's [limited, limit, remaining, retry, reset, index,
 // per_limit] for n limits, times in ms.
@@ -137,6 +137,7 @@ func (l *Local) AllowAll(_ context.Context, limits []Limit) (Results, error) {
 	for i, x := range b.Results {
 		ri, si := x.Millis()
 		r.Each[i] = fromReply(x.Limited, x.Limit, x.Remaining, ri, si, time.Millisecond)
+		r.Each[i].Token = x.Token
 	}
 	return r, nil
 }

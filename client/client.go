@@ -36,9 +36,13 @@ const (
 	// Bucket is RL.BUCKET: a token bucket of capacity Limit, refilled at
 	// Rate per Period.
 	Bucket
+	// Concurrency is RL.ACQUIRE: at most Limit requests in flight, each
+	// holding a lease that ends Period after it was taken unless
+	// released or renewed first (Acquire, Release, Renew, Hold).
+	Concurrency
 )
 
-var names = [...]string{"CL.THROTTLE", "RL.FIXED", "RL.LOG", "RL.SLIDE", "RL.BUCKET"}
+var names = [...]string{"CL.THROTTLE", "RL.FIXED", "RL.LOG", "RL.SLIDE", "RL.BUCKET", "RL.ACQUIRE"}
 
 // String is the algorithm's command.
 func (a Algorithm) String() string {
@@ -52,12 +56,13 @@ func (a Algorithm) String() string {
 type Policy struct {
 	Algorithm Algorithm
 	// Limit is how many requests a key may make in a window (Fixed, Log,
-	// Slide), or at once (GCRA's burst, Bucket's capacity).
+	// Slide), or at once (GCRA's burst, Bucket's capacity), or have in
+	// flight (Concurrency).
 	Limit int64
 	// Rate is how many are refilled per Period (GCRA, Bucket).
 	Rate int64
-	// Period is the window, or the refill period. CL.THROTTLE takes whole
-	// seconds; RL.* whole milliseconds.
+	// Period is the window, or the refill period, or a lease's term.
+	// CL.THROTTLE takes whole seconds; RL.* whole milliseconds.
 	Period time.Duration
 }
 
@@ -70,6 +75,10 @@ type Result struct {
 	// when allowed); ResetAfter how long until the key is back to its
 	// full allowance.
 	RetryAfter, ResetAfter time.Duration
+	// Token is the fencing token of the lease a Concurrency limit gave
+	// (0 if none): release or renew with it, and hand it to a resource
+	// that refuses a holder whose token is below one it has seen.
+	Token int64
 }
 
 // ErrPolicy: a policy rlserver cannot take.
@@ -120,7 +129,7 @@ func (p Policy) args(key string, cost int64) ([]any, time.Duration, error) {
 		}
 		// max_burst is the burst beyond the first request.
 		return []any{"CL.THROTTLE", key, p.Limit - 1, p.Rate, int64(p.Period / time.Second), cost}, time.Second, nil
-	case Fixed, Log, Slide:
+	case Fixed, Log, Slide, Concurrency:
 		return []any{names[p.Algorithm], key, p.Limit, window(p.Period), "COST", cost}, time.Millisecond, nil
 	case Bucket:
 		return []any{"RL.BUCKET", key, p.Limit, p.Rate, window(p.Period), "COST", cost}, time.Millisecond, nil
@@ -138,10 +147,20 @@ func window(d time.Duration) any {
 }
 
 // parse reads [limited, limit, remaining, retry_after, reset_after] in
-// unit, without allocating.
+// unit, and a lease's token after them (an integer or nil), without
+// allocating.
 func parse(v []any, unit time.Duration) (Result, error) {
-	if len(v) != 5 {
+	if len(v) != 5 && len(v) != 6 {
 		return Result{}, fmt.Errorf("%w: %d elements", ErrReply, len(v))
+	}
+	var token int64
+	if len(v) == 6 {
+		if t, ok := v[5].(int64); ok {
+			token = t
+		} else if v[5] != nil {
+			return Result{}, fmt.Errorf("%w: token is %T", ErrReply, v[5])
+		}
+		v = v[:5]
 	}
 	var n [5]int64
 	for i, e := range v {
@@ -151,5 +170,7 @@ func parse(v []any, unit time.Duration) (Result, error) {
 		}
 		n[i] = x
 	}
-	return fromReply(n[0] != 0, n[1], n[2], n[3], n[4], unit), nil
+	r := fromReply(n[0] != 0, n[1], n[2], n[3], n[4], unit)
+	r.Token = token
+	return r, nil
 }

@@ -26,7 +26,7 @@ func NewLocal() *Local {
 	return &Local{e: engine.New(16), now: func() int64 { return time.Now().UnixNano() }}
 }
 
-var kinds = [...]engine.Kind{GCRA: engine.KindThrottle, Fixed: engine.KindFixed, Log: engine.KindLog, Slide: engine.KindSlide, Bucket: engine.KindBucket}
+var kinds = [...]engine.Kind{GCRA: engine.KindThrottle, Fixed: engine.KindFixed, Log: engine.KindLog, Slide: engine.KindSlide, Bucket: engine.KindBucket, Concurrency: engine.KindLease}
 
 // Allow is Limiter.Allow, decided here.
 func (l *Local) Allow(_ context.Context, key string, p Policy, cost int64) (Result, error) {
@@ -52,7 +52,9 @@ func (l *Local) Allow(_ context.Context, key string, p Policy, cost int64) (Resu
 		return Result{}, err
 	}
 	retry, reset := r.Millis()
-	return fromReply(r.Limited, r.Limit, r.Remaining, retry, reset, time.Millisecond), nil
+	res := fromReply(r.Limited, r.Limit, r.Remaining, retry, reset, time.Millisecond)
+	res.Token = r.Token
+	return res, nil
 }
 
 // Peek is Allow with cost 0.
