@@ -113,21 +113,23 @@ func (m *Middleware) Limit(rule Rule, next http.Handler) http.Handler {
 		caller := m.o.Key(r)
 		var d decision
 		var err error
+		var limits []client.Limit
 		if len(rule.Also) == 0 {
 			key := scopeKey(rule.Name, caller)
+			limits = []client.Limit{{Key: key, Policy: rule.Policy, Cost: 1}}
 			d, err = m.decide(r.Context(), func(ctx context.Context, a Allower) (decision, error) {
 				res, err := a.Allow(ctx, key, rule.Policy, 1)
-				return decision{res: res}, err
+				return decision{res: res, each: []client.Result{res}, by: a}, err
 			})
 		} else {
-			limits := rule.limits(r, caller)
+			limits = rule.limits(r, caller)
 			d, err = m.decide(r.Context(), func(ctx context.Context, a Allower) (decision, error) {
 				ma, ok := a.(MultiAllower)
 				if !ok {
 					return decision{}, fmt.Errorf("%w: %T decides one limit at a time", client.ErrPolicy, a)
 				}
 				rs, err := ma.AllowAll(ctx, limits)
-				return decision{res: rs.Result, index: rs.Index}, err
+				return decision{res: rs.Result, index: rs.Index, each: rs.Each, by: a}, err
 			})
 		}
 		if err != nil {
@@ -139,8 +141,40 @@ func (m *Middleware) Limit(rule Rule, next http.Handler) http.Handler {
 			refuse(w, r, d.res)
 			return
 		}
+		defer m.hold(r.Context(), d, limits)()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// InFlight is a Rule that lets each caller have at most n requests in
+// flight. Each request takes a lease of term (a Concurrency policy): it
+// is renewed while the handler runs and released when it returns, and a
+// process that dies mid-request frees its slots when their term ends.
+func InFlight(name string, n int64, term time.Duration) Rule {
+	return Rule{Name: name, Policy: client.Policy{Algorithm: client.Concurrency, Limit: n, Period: term}}
+}
+
+// hold keeps the leases an admission took (its Concurrency limits') while
+// the handler runs, on whichever decided it, and returns what releases
+// them. A release that fails leaves the lease to end with its term.
+func (m *Middleware) hold(ctx context.Context, d decision, limits []client.Limit) (release func()) {
+	var held []*client.Held
+	lr, _ := d.by.(client.Leaser)
+	for i, l := range limits {
+		if l.Policy.Algorithm != client.Concurrency || i >= len(d.each) || d.each[i].Token == 0 || lr == nil {
+			continue
+		}
+		held = append(held, client.Hold(context.WithoutCancel(ctx), lr, l.Key, d.each[i].Token, l.Policy.Period))
+	}
+	return func() {
+		for _, h := range held {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.o.Timeout)
+			if _, err := h.Release(rctx); err != nil {
+				m.o.Logger.Warn("a lease could not be released: it ends with its term", "err", err)
+			}
+			cancel()
+		}
+	}
 }
 
 // limits are a rule's limits for a request from caller: its own, then
@@ -161,11 +195,14 @@ func (rule Rule) limits(r *http.Request, caller string) []client.Limit {
 // scopeKey is the rlserver key of a rule's or a scope's limit for key k.
 func scopeKey(name, k string) string { return "http:" + name + ":" + k }
 
-// decision is an answer and, for a rule with Also, the deciding limit
-// (0: the rule's own).
+// decision is an answer, the deciding limit (0: the rule's own), every
+// limit's own answer, and what decided (rlserver or the fallback: a
+// lease taken is released where it was taken).
 type decision struct {
 	res   client.Result
 	index int
+	each  []client.Result
+	by    Allower
 }
 
 // decide asks rlserver, within the timeout; if it cannot be reached, the

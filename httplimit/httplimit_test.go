@@ -259,3 +259,74 @@ func TestSeveralLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestInFlight: at most two requests in flight per caller (leases on a
+// real rlserver, manual clock). Two handlers held open pass, a third
+// waits for 429 with the wait until the first lease's term ends; a held
+// request's lease is renewed past its term; each lease is released when
+// its handler returns, and another caller is apart.
+func TestInFlight(t *testing.T) {
+	s := testserver.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
+	t.Cleanup(func() { rdb.Close() })
+	c := rltest.Dial(t, s.Addr.String())
+	mw := only(client.New(rdb))
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	slow := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		entered <- struct{}{}
+		<-gate
+		io.WriteString(w, "done\n")
+	})
+	h := mw.Limit(httplimit.InFlight("inflight", 2, 30*time.Millisecond), slow)
+	done := make(chan *httptest.ResponseRecorder, 2)
+	for range 2 {
+		go func() { done <- get(t, h, "alice") }()
+		<-entered
+	}
+	w := get(t, h, "alice")
+	require.Equal(t, 429, w.Code, "a third request in flight")
+	require.Equal(t, "1", w.Header().Get("Retry-After"))
+	require.Equal(t, "0", w.Header().Get("X-RateLimit-Remaining"))
+	require.Equal(t, `"inflight";q=2;w=1`, w.Header().Get("RateLimit-Policy"))
+	// The term passes three times over while the handlers run: renewed,
+	// the leases live on.
+	for range 9 {
+		require.Equal(t, "+OK", c.Do("DEBUG", "CLOCK", "ADVANCE", "10ms"))
+		before := rltest.Info(t, c, "rlserver")["leases"]
+		rltest.Eventually(t, 10*time.Second, "both leases renewed", func() bool {
+			return renewedSince(t, before, rltest.Info(t, c, "rlserver")["leases"]) >= 2
+		})
+	}
+	require.Equal(t, 2, strings.Count(c.Do("RL.LEASES", "http:inflight:key:alice"), "[")-1, "two leases, past their term three times over")
+	// Bob is apart.
+	go func() { done <- get(t, h, "bob") }()
+	<-entered
+	close(gate)
+	for range 3 {
+		require.Equal(t, 200, (<-done).Code)
+	}
+	require.Equal(t, "0", c.Do("EXISTS", "http:inflight:key:alice"), "released when the handlers returned")
+	require.Equal(t, "0", c.Do("EXISTS", "http:inflight:key:bob"))
+	require.Equal(t, "acquired=3,released=3", strings.Join(strings.Split(rltest.Info(t, c, "rlserver")["leases"], ",")[:2], ","))
+	require.Equal(t, 200, get(t, mw.Limit(httplimit.InFlight("inflight", 2, 30*time.Millisecond), ok), "alice").Code)
+}
+
+// renewedSince is how many renewals INFO's leases line counts from
+// before to now.
+func renewedSince(t *testing.T, before, now string) int {
+	count := func(s string) int {
+		for _, f := range strings.Split(s, ",") {
+			if v, ok := strings.CutPrefix(f, "renewed="); ok {
+				n := 0
+				for _, c := range v {
+					n = n*10 + int(c-'0')
+				}
+				return n
+			}
+		}
+		t.Fatalf("no renewed count in %q", s)
+		return 0
+	}
+	return count(now) - count(before)
+}
