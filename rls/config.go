@@ -82,9 +82,15 @@ const (
 	Log    Algorithm = "log"
 	Bucket Algorithm = "bucket"
 	GCRA   Algorithm = "gcra"
+	// Concurrency limits requests in flight: requests_per_unit is how
+	// many, the unit (times unit_multiplier) a lease's term. A hit takes
+	// a lease (RL.ACQUIRE); a descriptor with is_negative_hits gives as
+	// many back (RL.RELEASE ANY), as Envoy's apply_on_stream_done sends
+	// at a request's end; a lease never given back ends with its term.
+	Concurrency Algorithm = "concurrency"
 )
 
-var algorithms = []Algorithm{Fixed, Slide, Log, Bucket, GCRA}
+var algorithms = []Algorithm{Fixed, Slide, Log, Bucket, GCRA, Concurrency}
 
 // Rule is one configured rate limit: where it sits in the tree and how
 // it counts.
@@ -118,6 +124,8 @@ func (r *Rule) setArgs() {
 		a = []string{"BUCKET", n, n, p}
 	case GCRA:
 		a = []string{"GCRA", strconv.FormatUint(uint64(r.Limit.RequestsPerUnit)-1, 10), n, p}
+	case Concurrency:
+		a = []string{"LEASE", n, p}
 	default:
 		a = []string{strings.ToUpper(string(r.Algorithm)), n, p}
 	}
@@ -343,7 +351,7 @@ func newRule(file, full string, d yamlDescriptor) (*Rule, error) {
 	if y.Algorithm != "" {
 		a := Algorithm(strings.ToLower(y.Algorithm))
 		if !slices.Contains(algorithms, a) {
-			return nil, configError(file, "invalid algorithm '%s' for '%s' (fixed, slide, log, bucket or gcra)", y.Algorithm, full)
+			return nil, configError(file, "invalid algorithm '%s' for '%s' (fixed, slide, log, bucket, gcra or concurrency)", y.Algorithm, full)
 		}
 		r.Algorithm = a
 	}

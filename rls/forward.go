@@ -66,15 +66,17 @@ func (f *forwarder) do(ctx context.Context, addr string, args [][]byte) ([]resul
 		ints = append(ints, n)
 	}
 	per, _ := top[6].([]any)
+	sizes := []int{7, len(per)}
 	for _, p := range per {
 		l, _ := p.([]any)
+		sizes = append(sizes, len(l))
 		for _, x := range l {
 			n, ok := x.(int64)
-			if !ok {
+			if !ok && x != nil { // nil: a LEASE group's missing token
 				return nil, fmt.Errorf("%w from %s", errReply, addr)
 			}
 			ints = append(ints, n)
 		}
 	}
-	return parseResults(nil, ints)
+	return parseResults(nil, ints, sizes)
 }

@@ -141,6 +141,7 @@ type item struct {
 	key     []byte // the counter's key (in the worker's arena); nil: nothing to decide
 	group   int    // its RL.ALL group in the call that decides it
 	passive bool   // shadow or quota mode: decided after the enforced rules
+	release uint64 // a concurrency rule's negative hits: leases to give back first
 	res     result
 }
 
@@ -198,7 +199,12 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			it.hits = max(1, uint64(req.HitsAddend))
 		}
 		if d.IsNegativeHits {
-			it.hits = 0 // a refund: no algorithm here takes hits back, so it charges nothing
+			// A refund: a concurrency rule gives back as many leases;
+			// no other algorithm takes hits back, so it charges nothing.
+			if it.m.Rule.Algorithm == Concurrency {
+				it.release = it.hits
+			}
+			it.hits = 0
 		}
 		if r := it.m.Rule; !r.Unlimited {
 			start := len(w.arena)
@@ -215,6 +221,14 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	for i := range items {
 		if it := &items[i]; it.m.Rule != nil && it.m.Rule.Name != "" && slices.Contains(replaced, it.m.Rule.Name) {
 			it.m.Rule, it.key = nil, nil
+		}
+	}
+
+	for i := range items {
+		if it := &items[i]; it.key != nil && it.release > 0 {
+			if err := s.releaseLeases(ctx, w, it.key, it.release); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -301,6 +315,41 @@ func (s *Service) decide(ctx context.Context, w *worker, idx []int, charge bool)
 	return nil
 }
 
+// releaseLeases gives back up to n of key's leases, those closest to
+// their end first (RL.RELEASE key ANY), on the node or the one that owns
+// the key; it stops when none is left.
+func (s *Service) releaseLeases(ctx context.Context, w *worker, key []byte, n uint64) error {
+	argv := [][]byte{argRelease, key, argAny}
+	for range min(n, maxRelease) {
+		w.c.Mark()
+		w.rec.reset()
+		s.n.Exec(w.c, argv, &w.rec)
+		msg := w.rec.err
+		if addr, ok := movedTo(msg); ok {
+			v, err := s.forward.client(addr).Do(ctx, "RL.RELEASE", string(key), "ANY").Int64()
+			if err == nil {
+				if v == 0 {
+					return nil
+				}
+				continue
+			}
+			msg = err.Error()
+		}
+		if msg != "" {
+			s.stats.backendError.Add(1)
+			return status.Error(codes.Unavailable, msg)
+		}
+		if len(w.rec.ints) != 1 || w.rec.ints[0] == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// maxRelease bounds the leases one descriptor gives back (its
+// hits_addend): a limit in flight is not in the millions.
+const maxRelease = 1 << 16
+
 // exec runs the worker's call on the node, or on the node that owns its
 // keys when a cluster says MOVED.
 func (s *Service) exec(ctx context.Context, w *worker) ([]result, error) {
@@ -310,7 +359,7 @@ func (s *Service) exec(ctx context.Context, w *worker) ([]result, error) {
 	msg := w.rec.err
 	if msg == "" {
 		var err error
-		w.results, err = parseResults(w.results[:0], w.rec.ints)
+		w.results, err = parseResults(w.results[:0], w.rec.ints, w.rec.sizes)
 		return w.results, err
 	}
 	if addr, ok := movedTo(msg); ok {
@@ -514,7 +563,9 @@ func (s *Service) release(w *worker) {
 }
 
 var (
-	argAll  = []byte("RL.ALL")
-	argAnd  = []byte("AND")
-	argCost = []byte("COST")
+	argAll     = []byte("RL.ALL")
+	argAnd     = []byte("AND")
+	argCost    = []byte("COST")
+	argRelease = []byte("RL.RELEASE")
+	argAny     = []byte("ANY")
 )

@@ -166,6 +166,56 @@ func TestHitsAddend(t *testing.T) {
 	require.Equal(t, "OK", f.ask(t, &pb.RateLimitRequest{Domain: "api", Descriptors: []*rlv3.RateLimitDescriptor{d}}).OverallCode.String())
 }
 
+// TestConcurrency: a concurrency rule counts requests in flight. A hit
+// takes a lease, refused once two are out, the wait until the first ends;
+// the request's end, as Envoy's apply_on_stream_done reports it (a
+// descriptor with is_negative_hits), gives one back; a lease never given
+// back ends with its term (a minute). With a rate limit in the same
+// request, a refusal by either charges neither.
+func TestConcurrency(t *testing.T) {
+	f := startFront(t)
+	hit := func(neg bool, kv ...string) *pb.RateLimitResponse {
+		var ds []*rlv3.RateLimitDescriptor
+		for i := 0; i+1 < len(kv); i += 2 {
+			d := desc(kv[i], kv[i+1])
+			d.IsNegativeHits = neg
+			ds = append(ds, d)
+		}
+		return f.should(t, "api", ds...)
+	}
+	r := hit(false, "backend", "db")
+	require.Equal(t, []string{"OK", "OK"}, codesOf(r))
+	require.Equal(t, uint32(1), r.Statuses[0].LimitRemaining)
+	require.Equal(t, "+OK", f.resp.Do("DEBUG", "CLOCK", "ADVANCE", "10s"))
+	require.Equal(t, []string{"OK", "OK"}, codesOf(hit(false, "backend", "db")))
+	r = hit(false, "backend", "db")
+	require.Equal(t, []string{"OVER_LIMIT", "OVER_LIMIT"}, codesOf(r), "a third in flight")
+	require.Equal(t, int64(50), r.Statuses[0].DurationUntilReset.Seconds, "the first lease ends in 50 s")
+	key := "rls:{api}:backend_db:concurrency"
+	require.Equal(t, "lease", f.resp.Do("TYPE", key)[1:])
+	// A refused request with a rate limit beside it charges neither.
+	require.Equal(t, []string{"OVER_LIMIT", "OVER_LIMIT", "OK"}, codesOf(hit(false, "backend", "db", "tenant", "c")))
+	require.Equal(t, uint32(4), hit(false, "tenant", "c").Statuses[0].LimitRemaining, "the refused call charged the tenant nothing: this is its first hit")
+	// A request ends: one lease back (the one closest to its end).
+	r = hit(true, "backend", "db")
+	require.Equal(t, []string{"OK", "OK"}, codesOf(r))
+	require.Equal(t, uint32(1), r.Statuses[0].LimitRemaining)
+	require.Equal(t, 1, strings.Count(f.resp.Do("RL.LEASES", key), "[")-1, "one lease left")
+	require.Equal(t, []string{"OK", "OK"}, codesOf(hit(false, "backend", "db")))
+	// Two ends at once (hits_addend 2), then more ends than leases: nothing below empty.
+	d := desc("backend", "db")
+	d.IsNegativeHits, d.HitsAddend = true, wrapperspb.UInt64(5)
+	r = f.should(t, "api", d)
+	require.Equal(t, uint32(2), r.Statuses[0].LimitRemaining)
+	require.Equal(t, "0", f.resp.Do("EXISTS", key))
+	// A lease never given back ends with its term.
+	require.Equal(t, []string{"OK", "OK"}, codesOf(hit(false, "backend", "db")))
+	require.Equal(t, []string{"OK", "OK"}, codesOf(hit(false, "backend", "db")))
+	require.Equal(t, "OVER_LIMIT", hit(false, "backend", "db").OverallCode.String())
+	require.Equal(t, "+OK", f.resp.Do("DEBUG", "CLOCK", "ADVANCE", "60s"))
+	require.Equal(t, uint32(1), hit(false, "backend", "db").Statuses[0].LimitRemaining)
+}
+
 // TestOverride: a descriptor's own limit replaces the configuration's.
 func TestOverride(t *testing.T) {
 	f := startFront(t)
