@@ -124,18 +124,11 @@ func leasesFromLog(dl uint64, w words, log []int64) (words, []byte) {
 	return w, appendLeases(nil, ls, dl)
 }
 
-// leaseSet is a key's leases as the lease operations take them: the last
-// token and the leases, live or not, in token order.
-type leaseSet struct {
-	last   int64
-	leases []lease
-}
-
-// live drops the leases that ended by now, in place, and returns how
-// many it dropped and the live leases' total cost.
-func (ls *leaseSet) live(now int64) (dropped, cost int64) {
-	kept := ls.leases[:0]
-	for _, l := range ls.leases {
+// liveLeases keeps the leases of ls alive at now (end > now), in place,
+// and returns them, how many it dropped, and their total cost.
+func liveLeases(ls []lease, now int64) (kept []lease, dropped, cost int64) {
+	kept = ls[:0]
+	for _, l := range ls {
 		if l.end > now {
 			kept = append(kept, l)
 			cost = sat.Add(cost, l.cost)
@@ -143,21 +136,24 @@ func (ls *leaseSet) live(now int64) (dropped, cost int64) {
 			dropped++
 		}
 	}
-	ls.leases = kept
-	return dropped, cost
+	return kept, dropped, cost
 }
 
-// state encodes the set as a record's state into runs: its words, runs
-// and deadline (the latest end; 0, fresh, when no lease is left).
-func (ls *leaseSet) state(runs []byte) held {
+// leaseState encodes leases ls, with last token last, as a record's state
+// into runs: its words, runs and deadline (the latest end; 0, fresh, when
+// no lease is left).
+func leaseState(ls []lease, last int64, runs []byte) held {
 	var dl int64
-	w := words{a: ls.last, c: int64(len(ls.leases))}
-	for _, l := range ls.leases {
+	w := words{a: last, c: int64(len(ls))}
+	for _, l := range ls {
 		dl = max(dl, l.end)
 		w.b = sat.Add(w.b, l.cost)
 	}
-	return held{w: w, runs: appendLeases(runs, ls.leases, uint64(dl)), deadline: dl}
+	return held{w: w, runs: appendLeases(runs, ls, uint64(dl)), deadline: dl}
 }
+
+// byEnd orders leases by their end.
+func byEnd(a, b lease) int { return cmp.Compare(a.end, b.end) }
 
 // leaseAcquire is RL.ACQUIRE as an algorithm: p.Limit is the limit,
 // p.Window the lease's term (ns) and p.Cost n. It admits iff the live
@@ -171,11 +167,10 @@ func (ls *leaseSet) state(runs []byte) held {
 // its own (tokenFloorLocked) before the call.
 func leaseAcquire(p Params, cur held, now int64, scratch []byte) (next held, r Result, write bool) {
 	var buf [16]lease
-	ls := leaseSet{last: cur.w.a, leases: leasesOf(buf[:0], cur.runs, uint64(cur.deadline))}
-	_, used := ls.live(now)
+	ls, _, used := liveLeases(leasesOf(buf[:0], cur.runs, uint64(cur.deadline)), now)
 	r = Result{Limit: p.Limit, RetryAfter: -1}
 	lastEnd := now
-	for _, l := range ls.leases {
+	for _, l := range ls {
 		lastEnd = max(lastEnd, l.end)
 	}
 	if p.Cost == 0 || !fitsUnder(used, p.Cost, p.Limit) {
@@ -184,10 +179,8 @@ func leaseAcquire(p Params, cur held, now int64, scratch []byte) (next held, r R
 		r.ResetAfter = lastEnd - now
 		if r.Limited && p.Cost <= p.Limit {
 			// The ends in order, until enough would be free.
-			var eb [16]lease
-			ends := append(eb[:0], ls.leases...)
-			slices.SortFunc(ends, func(a, b lease) int { return cmp.Compare(a.end, b.end) })
-			for _, l := range ends {
+			slices.SortFunc(ls, byEnd)
+			for _, l := range ls {
 				used -= l.cost
 				if fitsUnder(used, p.Cost, p.Limit) {
 					r.RetryAfter = l.end - now
@@ -197,11 +190,9 @@ func leaseAcquire(p Params, cur held, now int64, scratch []byte) (next held, r R
 		}
 		return cur, r, false
 	}
-	token := max(now, ls.last) + 1
-	end := sat.Add(now, p.Window)
-	ls.last = token
-	ls.leases = append(ls.leases, lease{token: token, end: end, cost: p.Cost})
-	next = ls.state(scratch)
+	token := max(now, cur.w.a) + 1
+	ls = append(ls, lease{token: token, end: sat.Add(now, p.Window), cost: p.Cost})
+	next = leaseState(ls, token, scratch)
 	r.Remaining = p.Limit - used - p.Cost
 	r.ResetAfter = next.deadline - now
 	r.Token = token
@@ -278,94 +269,120 @@ type LeaseInfo struct {
 	Cost  int64
 }
 
-// Release ends the live lease of key with token, or with any the live
-// lease closest to its end (ties: the lowest token), and reports whether
-// there was one. The key goes when its last lease does.
-func (st Store) Release(key []byte, token int64, any bool, now int64) (bool, error) {
-	released := false
-	err := st.leaseOp(key, now, func(ls *leaseSet, _ int64) bool {
+// leaseOp is what RL.RELEASE, RL.RENEW and RL.LEASES do to a key's live
+// leases (leaseOpKind), with its arguments.
+type leaseOp struct {
+	kind  leaseOpKind
+	token int64
+	any   bool  // release: the lease closest to its end, whatever its token
+	term  int64 // renew: ns from now
+	list  []LeaseInfo
+}
+
+type leaseOpKind uint8
+
+const (
+	opRelease leaseOpKind = iota
+	opRenew
+	opList
+)
+
+// apply runs op on live leases ls at now, in place. It returns the leases
+// and whether they changed; a renewal sets op.term to the ns left, a
+// listing appends to op.list.
+func (op *leaseOp) apply(ls []lease, now int64) ([]lease, bool) {
+	switch op.kind {
+	case opRelease:
 		at := -1
-		for i, l := range ls.leases {
-			if any && (at < 0 || l.end < ls.leases[at].end) || !any && l.token == token {
+		for i, l := range ls {
+			if op.any && (at < 0 || l.end < ls[at].end) || !op.any && l.token == op.token {
 				at = i
 			}
 		}
 		if at < 0 {
-			return false
+			return ls, false
 		}
-		ls.leases = slices.Delete(ls.leases, at, at+1)
-		released = true
-		return true
-	})
-	return released, err
+		return slices.Delete(ls, at, at+1), true
+	case opRenew:
+		for i := range ls {
+			if ls[i].token == op.token {
+				ls[i].end = sat.Add(now, op.term)
+				op.term = ls[i].end - now
+				return ls, true
+			}
+		}
+	case opList:
+		for _, l := range ls {
+			op.list = append(op.list, LeaseInfo{Token: l.token, Left: l.end - now, Cost: l.cost})
+		}
+	}
+	return ls, false
+}
+
+// Release ends the live lease of key with token, or with any the live
+// lease closest to its end (ties: the lowest token), and reports whether
+// there was one. The key goes when its last lease does.
+func (st Store) Release(key []byte, token int64, any bool, now int64) (bool, error) {
+	op := leaseOp{kind: opRelease, token: token, any: any}
+	return st.leaseOp(key, now, &op)
 }
 
 // Renew makes key's live lease with token end term ns from now, longer
 // or shorter, and returns the ns it has left; ok is false if no such
 // lease lives (its holder lost it).
 func (st Store) Renew(key []byte, token, term, now int64) (left int64, ok bool, err error) {
-	err = st.leaseOp(key, now, func(ls *leaseSet, now int64) bool {
-		for i := range ls.leases {
-			if ls.leases[i].token == token {
-				ls.leases[i].end = sat.Add(now, term)
-				left, ok = ls.leases[i].end-now, true
-				return true
-			}
-		}
-		return false
-	})
-	return left, ok, err
+	op := leaseOp{kind: opRenew, token: token, term: term}
+	ok, err = st.leaseOp(key, now, &op)
+	if !ok {
+		return 0, false, err
+	}
+	return op.term, true, nil
 }
 
 // Leases appends key's live leases to dst, in token order.
 func (st Store) Leases(key []byte, now int64, dst []LeaseInfo) ([]LeaseInfo, error) {
-	err := st.leaseOp(key, now, func(ls *leaseSet, now int64) bool {
-		for _, l := range ls.leases {
-			dst = append(dst, LeaseInfo{Token: l.token, Left: l.end - now, Cost: l.cost})
-		}
-		return false
-	})
-	return dst, err
+	op := leaseOp{kind: opList, list: dst}
+	_, err := st.leaseOp(key, now, &op)
+	return op.list, err
 }
 
 // leaseOp runs op on key's live leases under its shard's lock, at now or
-// the shard's later decision time, which op is given; op changes them in
-// place and reports whether to store them (released and renewed are
-// counted here). The key goes when no lease is left.
-// ErrWrongType if key holds another kind; a missing key has no leases.
-func (st Store) leaseOp(key []byte, now int64, op func(ls *leaseSet, now int64) bool) error {
+// the shard's later decision time, stores them if op changed them (and
+// counts it), and reports whether it did. The key goes when no lease is
+// left. ErrWrongType if key holds another kind; a missing key has no
+// leases.
+func (st Store) leaseOp(key []byte, now int64, op *leaseOp) (bool, error) {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
 	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	if e.kind != KindLease {
-		return ErrWrongType
+		return false, ErrWrongType
 	}
 	var buf [16]lease
-	ls := leaseSet{last: e.w.a, leases: leasesOf(buf[:0], runs, uint64(e.deadline))}
-	dropped, _ := ls.live(now)
-	n := len(ls.leases)
-	if !op(&ls, now) || st.dry {
-		return nil
+	ls, dropped, _ := liveLeases(leasesOf(buf[:0], runs, uint64(e.deadline)), now)
+	ls, changed := op.apply(ls, now)
+	if !changed || st.dry {
+		return changed, nil
 	}
-	if len(ls.leases) < n {
+	if op.kind == opRelease {
 		s.leases.released++
 	} else {
 		s.leases.renewed++
 	}
 	s.leases.expired += dropped
-	if len(ls.leases) == 0 {
+	if len(ls) == 0 {
 		s.removeLocked(off, tagOf(h))
-		return nil
+		return true, nil
 	}
-	next := ls.state(s.logBuf[:0])
+	next := leaseState(ls, e.w.a, s.logBuf[:0])
 	s.putLocked(off, end, h, key, entry{kind: KindLease, w: next.w, deadline: next.deadline}, next.runs)
 	if cap(next.runs) <= 64<<10 {
 		s.logBuf = next.runs[:0]
 	}
-	return nil
+	return true, nil
 }
