@@ -152,6 +152,25 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 51.0, value(t, fams, "rlserver_decisions_total", "algorithm", "gcra", "result", "rejected"))
 	require.Equal(t, 1.0, value(t, fams, "rlserver_decisions_total", "algorithm", "gcra", "result", "peek"))
 	require.Equal(t, 2.0, value(t, fams, "rlserver_top_rejected", "key", "k00"))
+
+	// Leases: two acquired and a third refused; the first renewed to 2 s,
+	// the second (closest to its end) released; the first ends unreleased.
+	first := strconv.FormatInt(rltest.StartNs+1, 10)
+	require.Equal(t, "[0 2 1 -1 1000 "+first+"]", c.Do("RL.ACQUIRE", "lk", "2", "1s"))
+	require.Equal(t, "[0 2 0 -1 1000 "+strconv.FormatInt(rltest.StartNs+2, 10)+"]", c.Do("RL.ACQUIRE", "lk", "2", "1s"))
+	require.Equal(t, "[1 2 0 1000 1000 (nil)]", c.Do("RL.ACQUIRE", "lk", "2", "1s"))
+	require.Equal(t, "2000", c.Do("RL.RENEW", "lk", first, "2s"))
+	require.Equal(t, "1", c.Do("RL.RELEASE", "lk", "ANY"))
+	require.Equal(t, "+OK", c.Do("DEBUG", "CLOCK", "ADVANCE", "2s"))
+	require.Equal(t, "0", c.Do("EXISTS", "lk"))
+	fams = scrape(t, s)
+	require.Equal(t, dto.MetricType_COUNTER, fams["rlserver_leases_total"].GetType())
+	for event, want := range map[string]float64{"acquired": 2, "released": 1, "renewed": 1, "expired": 1} {
+		require.Equal(t, want, value(t, fams, "rlserver_leases_total", "event", event), event)
+	}
+	require.Equal(t, 2.0, value(t, fams, "rlserver_decisions_total", "algorithm", "lease", "result", "admitted"))
+	require.Equal(t, 1.0, value(t, fams, "rlserver_decisions_total", "algorithm", "lease", "result", "rejected"))
+	require.Equal(t, "acquired=2,released=1,renewed=1,expired=1", rltest.Info(t, c, "rlserver")["leases"])
 }
 
 // TestMetricsTopKeysOff: without --metrics-top-keys no key is a label.
