@@ -13,7 +13,7 @@ import (
 // runs longer than the term. A holder that dies without releasing frees
 // its slot when the lease ends, on rlserver's clock (docs/leases.md).
 //
-//	res, err := lim.Allow(ctx, "db:tenant42", client.Policy{Algorithm: client.Concurrency, Limit: 20, Period: 30 * time.Second}, 1)
+//	res, err := lim.Acquire(ctx, "db:tenant42", 20, 30*time.Second, 1)
 //	if err != nil || !res.Allowed { /* 429 */ }
 //	h := lim.Hold(ctx, "db:tenant42", res.Token, 30*time.Second)
 //	defer h.Release(context.Background())
@@ -22,6 +22,19 @@ import (
 type Leaser interface {
 	Release(ctx context.Context, key string, token int64) (bool, error)
 	Renew(ctx context.Context, key string, token int64, term time.Duration) (left time.Duration, ok bool, err error)
+}
+
+// Acquire takes a lease of key (RL.ACQUIRE): at most limit units in
+// flight, this one of cost units, ending term from now unless released
+// or renewed first. It is Allow with a Concurrency policy: Result.Allowed
+// says whether it was taken, Result.Token is its fencing token.
+func (l *Limiter) Acquire(ctx context.Context, key string, limit int64, term time.Duration, cost int64) (Result, error) {
+	return l.Allow(ctx, key, Policy{Algorithm: Concurrency, Limit: limit, Period: term}, cost)
+}
+
+// Acquire is Limiter.Acquire, decided here.
+func (l *Local) Acquire(ctx context.Context, key string, limit int64, term time.Duration, cost int64) (Result, error) {
+	return l.Allow(ctx, key, Policy{Algorithm: Concurrency, Limit: limit, Period: term}, cost)
 }
 
 // Release ends key's lease with token before its term (RL.RELEASE), and

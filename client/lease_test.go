@@ -90,10 +90,10 @@ func TestKilledHolderFreesItsSlotAtTheLeaseEnd(t *testing.T) {
 	lim, c, _ := newLimiter(t)
 	ctx := context.Background()
 	p := client.Policy{Algorithm: client.Concurrency, Limit: 1, Period: 10 * time.Second}
-	r, err := lim.Allow(ctx, "job", p, 1)
+	r, err := lim.Acquire(ctx, "job", 1, 10*time.Second, 1)
 	require.NoError(t, err)
 	require.True(t, r.Allowed)
-	require.Positive(t, r.Token)
+	require.Equal(t, rltest.StartNs+1, r.Token)
 	// The holder is gone. Another waits as the reply says.
 	r2, err := lim.Allow(ctx, "job", p, 1)
 	require.NoError(t, err)

@@ -92,7 +92,7 @@ func cmdRenew(x *Ctx) {
 	case !ok:
 		x.W.Int(-2)
 	default:
-		x.W.Int(ceilMs(left))
+		x.W.Int(engine.CeilMs(left))
 	}
 }
 
@@ -107,10 +107,7 @@ func cmdLeases(x *Ctx) {
 	for _, l := range ls {
 		x.W.Array(3)
 		x.W.Int(l.Token)
-		x.W.Int(ceilMs(l.Left))
+		x.W.Int(engine.CeilMs(l.Left))
 		x.W.Int(l.Cost)
 	}
 }
-
-// ceilMs is ns rounded up to whole ms, as every RL.* wait is.
-func ceilMs(ns int64) int64 { return (ns + 999_999) / 1_000_000 }

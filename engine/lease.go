@@ -324,7 +324,7 @@ func (op *leaseOp) apply(ls []lease, now int64) ([]lease, bool) {
 // there was one. The key goes when its last lease does.
 func (st Store) Release(key []byte, token int64, any bool, now int64) (bool, error) {
 	op := leaseOp{kind: opRelease, token: token, any: any}
-	return st.leaseOp(key, now, &op)
+	return st.onLeases(key, now, &op)
 }
 
 // Renew makes key's live lease with token end term ns from now, longer
@@ -332,7 +332,7 @@ func (st Store) Release(key []byte, token int64, any bool, now int64) (bool, err
 // lease lives (its holder lost it).
 func (st Store) Renew(key []byte, token, term, now int64) (left int64, ok bool, err error) {
 	op := leaseOp{kind: opRenew, token: token, term: term}
-	ok, err = st.leaseOp(key, now, &op)
+	ok, err = st.onLeases(key, now, &op)
 	if !ok {
 		return 0, false, err
 	}
@@ -342,16 +342,16 @@ func (st Store) Renew(key []byte, token, term, now int64) (left int64, ok bool, 
 // Leases appends key's live leases to dst, in token order.
 func (st Store) Leases(key []byte, now int64, dst []LeaseInfo) ([]LeaseInfo, error) {
 	op := leaseOp{kind: opList, list: dst}
-	_, err := st.leaseOp(key, now, &op)
+	_, err := st.onLeases(key, now, &op)
 	return op.list, err
 }
 
-// leaseOp runs op on key's live leases under its shard's lock, at now or
+// onLeases runs op on key's live leases under its shard's lock, at now or
 // the shard's later decision time, stores them if op changed them (and
 // counts it), and reports whether it did. The key goes when no lease is
 // left. ErrWrongType if key holds another kind; a missing key has no
 // leases.
-func (st Store) leaseOp(key []byte, now int64, op *leaseOp) (bool, error) {
+func (st Store) onLeases(key []byte, now int64, op *leaseOp) (bool, error) {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)

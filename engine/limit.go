@@ -39,13 +39,13 @@ func (r Result) Millis() (retry, reset int64) {
 	if r.exactMs {
 		return r.retryMs, r.resetMs
 	}
-	return ceilMs(r.RetryAfter), ceilMs(r.ResetAfter)
+	return CeilMs(r.RetryAfter), CeilMs(r.ResetAfter)
 }
 
 // clampTo caps the waits at life, the ns until the key expires and is
 // fresh again, after which any request of cost <= limit is admitted.
 func (r *Result) clampTo(life int64) {
-	lifeMs := ceilMs(life)
+	lifeMs := CeilMs(life)
 	if r.Limited && r.RetryAfter > life {
 		r.RetryAfter = life
 		if r.exactMs {
@@ -67,7 +67,9 @@ func nsAndMs(waitS u128, rate uint64) (ns, ms int64) {
 	return n.satInt64(), n.quoCeil(1_000_000).satInt64()
 }
 
-func ceilMs(ns int64) int64 {
+// CeilMs is a time in ns as every RL.* reply carries it: whole ms,
+// rounded up; a negative time (-1, "never" or "not limited") is -1.
+func CeilMs(ns int64) int64 {
 	if ns < 0 {
 		return -1
 	}
