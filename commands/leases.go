@@ -56,12 +56,12 @@ func writeLeaseReply(w Writer, r engine.Result) {
 // cmdRelease is RL.RELEASE key token|ANY.
 func cmdRelease(x *Ctx) {
 	token, ok := parseInt64(x.Args[2])
-	any := !ok && strings.EqualFold(string(x.Args[2]), "ANY")
-	if !ok && !any {
+	anyLease := !ok && strings.EqualFold(string(x.Args[2]), "ANY")
+	if !ok && !anyLease {
 		x.Error(ErrNotInteger)
 		return
 	}
-	released, err := x.Store.Release(x.Args[1], token, any, x.Now)
+	released, err := x.Store.Release(x.Args[1], token, anyLease, x.Now)
 	if err != nil {
 		x.Error(err)
 		return

@@ -272,11 +272,11 @@ type LeaseInfo struct {
 // leaseOp is what RL.RELEASE, RL.RENEW and RL.LEASES do to a key's live
 // leases (leaseOpKind), with its arguments.
 type leaseOp struct {
-	kind  leaseOpKind
-	token int64
-	any   bool  // release: the lease closest to its end, whatever its token
-	term  int64 // renew: ns from now
-	list  []LeaseInfo
+	kind     leaseOpKind
+	token    int64
+	anyLease bool  // release: the lease closest to its end, whatever its token
+	term     int64 // renew: ns from now
+	list     []LeaseInfo
 }
 
 type leaseOpKind uint8
@@ -295,7 +295,7 @@ func (op *leaseOp) apply(ls []lease, now int64) ([]lease, bool) {
 	case opRelease:
 		at := -1
 		for i, l := range ls {
-			if op.any && (at < 0 || l.end < ls[at].end) || !op.any && l.token == op.token {
+			if op.anyLease && (at < 0 || l.end < ls[at].end) || !op.anyLease && l.token == op.token {
 				at = i
 			}
 		}
@@ -319,11 +319,11 @@ func (op *leaseOp) apply(ls []lease, now int64) ([]lease, bool) {
 	return ls, false
 }
 
-// Release ends the live lease of key with token, or with any the live
-// lease closest to its end (ties: the lowest token), and reports whether
-// there was one. The key goes when its last lease does.
-func (st Store) Release(key []byte, token int64, any bool, now int64) (bool, error) {
-	op := leaseOp{kind: opRelease, token: token, any: any}
+// Release ends the live lease of key with token, or with anyLease set the
+// live lease closest to its end (ties: the lowest token), and reports
+// whether there was one. The key goes when its last lease does.
+func (st Store) Release(key []byte, token int64, anyLease bool, now int64) (bool, error) {
+	op := leaseOp{kind: opRelease, token: token, anyLease: anyLease}
 	return st.onLeases(key, now, &op)
 }
 
