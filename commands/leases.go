@@ -15,37 +15,14 @@ import (
 //	RL.RENEW   key token lease           -> ms left, -2 if the lease is gone
 //	RL.LEASES  key                       -> [[token, ms_left, cost]...], in token order
 
-// cmdAcquire is RL.ACQUIRE: its arguments are RL.FIXED's, the lease's term
-// in the window's place.
-func cmdAcquire(x *Ctx) {
-	p, err := parseLimitArgs(engine.KindLease, x.Args)
-	if err != nil {
-		x.Error(err)
-		return
-	}
-	r, err := x.Store.Limit(engine.KindLease, x.Args[1], p, x.Now)
-	if err != nil {
-		x.Error(err)
-		return
-	}
-	x.Decide(Decision{Kind: engine.KindLease, Limited: r.Limited, Peek: p.Cost == 0})
-	writeLeaseReply(x.W, r)
-}
-
 // writeLeaseReply writes an acquisition's reply: an RL.* reply and the
-// token, nil when none was issued (refused, or cost 0).
+// token, nil when none was issued (refused, or cost 0). RL.ACQUIRE is an
+// RL.* limiter (limiter, with RL.FIXED's arguments, the lease's term in
+// the window's place) that replies so.
 func writeLeaseReply(w Writer, r engine.Result) {
 	retry, reset := r.Millis()
 	w.Array(6)
-	if r.Limited {
-		w.Int(1)
-	} else {
-		w.Int(0)
-	}
-	w.Int(r.Limit)
-	w.Int(r.Remaining)
-	w.Int(retry)
-	w.Int(reset)
+	writeLimitFields(w, r.Limited, r.Limit, r.Remaining, retry, reset)
 	if r.Token == 0 {
 		w.Null()
 	} else {

@@ -9,7 +9,8 @@ import (
 
 // limiter returns the handler of an RL.* command: RL.FIXED, RL.LOG and
 // RL.SLIDE take key limit window [COST n]; RL.BUCKET takes key capacity
-// rate period [COST n].
+// rate period [COST n]; RL.ACQUIRE takes key limit lease [COST n] and
+// adds the lease's token to its reply.
 func limiter(kind engine.Kind) func(*Ctx) {
 	return func(x *Ctx) {
 		p, err := parseLimitArgs(kind, x.Args)
@@ -22,8 +23,12 @@ func limiter(kind engine.Kind) func(*Ctx) {
 			x.Error(err)
 			return
 		}
-		retry, reset := r.Millis()
 		x.Decide(Decision{Kind: kind, Limited: r.Limited, Peek: p.Cost == 0})
+		if kind == engine.KindLease {
+			writeLeaseReply(x.W, r)
+			return
+		}
+		retry, reset := r.Millis()
 		writeLimitReply(x.W, r.Limited, r.Limit, r.Remaining, retry, reset)
 	}
 }

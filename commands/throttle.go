@@ -52,6 +52,12 @@ func cmdThrottle(x *Ctx) {
 // the RL.* commands.
 func writeLimitReply(w Writer, limited bool, limit, remaining, retry, reset int64) {
 	w.Array(5)
+	writeLimitFields(w, limited, limit, remaining, retry, reset)
+}
+
+// writeLimitFields writes a limiter reply's five integers, without the
+// array around them.
+func writeLimitFields(w Writer, limited bool, limit, remaining, retry, reset int64) {
 	if limited {
 		w.Int(1)
 	} else {
