@@ -336,8 +336,7 @@ func (s *Service) releaseLeases(ctx context.Context, w *worker, key []byte, n ui
 			msg = err.Error()
 		}
 		if msg != "" {
-			s.stats.backendError.Add(1)
-			return status.Error(codes.Unavailable, msg)
+			return s.backendError(msg)
 		}
 		if len(w.rec.ints) != 1 || w.rec.ints[0] == 0 {
 			return nil
@@ -369,6 +368,13 @@ func (s *Service) exec(ctx context.Context, w *worker) ([]result, error) {
 		}
 		msg = err.Error()
 	}
+	return nil, s.backendError(msg)
+}
+
+// backendError counts an error the node answered and gives it a gRPC
+// code: Unavailable for the ones a retry elsewhere or later may pass (a
+// replica, a node loading, a cluster moving), Unknown for the others.
+func (s *Service) backendError(msg string) error {
 	s.stats.backendError.Add(1)
 	code := codes.Unknown
 	for _, p := range []string{"READONLY", "NOREPLICAS", "LOADING", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK", "MASTERDOWN"} {
@@ -376,7 +382,7 @@ func (s *Service) exec(ctx context.Context, w *worker) ([]result, error) {
 			code = codes.Unavailable
 		}
 	}
-	return nil, status.Error(code, msg)
+	return status.Error(code, msg)
 }
 
 // movedTo reads a MOVED or ASK redirection's address.
