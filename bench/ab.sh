@@ -3,9 +3,11 @@
 # session, interleaved (an A run, then a B run, ROUNDS times, each on a fresh server), so
 # the machine's noise hits both alike. This is the check for a change on a hot path: build
 # the commit before it and the commit with it, and compare. Server pinned to SERVER_CPUS
-# (GOMAXPROCS=1), client to CLIENT_CPUS. Prints, per setting and test, the medians over
-# rounds of ops/s and of server CPU per request (the server-side cost, which the
-# client-bound ops/s at P=16 hides), and B over A.
+# (GOMAXPROCS=1), client to CLIENT_CPUS. Every run is framed by the noise gauge (bench/gauge,
+# on SERVER_CPUS) and counts the server's involuntary context switches (raw.csv); runs whose
+# gauge strays from the sitting's median are dropped. Prints, per setting and test, the runs
+# kept, the medians over them, with their range, of ops/s and of server CPU per request (the
+# server-side cost, which the client-bound ops/s at P=16 hides), and B over A.
 #
 # Knobs (environment), defaults in brackets:
 #   A, B [required] the two rlserver binaries (e.g. go build -o /tmp/rl-a ./cmd/rlserver
@@ -13,6 +15,9 @@
 #   ROUNDS [5]  DURATION [3]  SETTINGS ["50:16"]  KEYSPACE [100000]  N []
 #   TESTS [ping_mbulk gcra fixed log slide bucket]
 #   SERVER_CPUS [0] CLIENT_CPUS [1]  PORT [7379]  OUT [bench-results/ab-<date>]
+#   GAUGE_TOL [0.1] a run whose noise gauge (a fixed CPU loop on SERVER_CPUS, timed before
+#        and after it) is further than this fraction from the sitting's median is dropped; the
+#        table says how many runs of each were kept, and every median has its range
 #   FLAGS ["--save-interval 0"] the servers' flags (e.g. "--save-interval 1s": snapshots on)
 #   SCRAPE_A, SCRAPE_B [] a URL to GET every second while that side runs (a Prometheus
 #        scrape: FLAGS_B="--metrics-addr 127.0.0.1:9121" SCRAPE_B=http://127.0.0.1:9121/metrics)
@@ -29,6 +34,7 @@ DURATION=${DURATION:-3}
 SETTINGS=${SETTINGS:-"50:16"}
 KEYSPACE=${KEYSPACE:-100000}
 N=${N:-}
+GAUGE_TOL=${GAUGE_TOL:-0.1}
 # shellcheck disable=SC2034  # read by run_throughput: FLUSHALL before every run
 FLUSH=1
 TESTS=${TESTS:-"ping_mbulk gcra fixed log slide bucket"}
@@ -58,22 +64,43 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 hlog "raw CSVs in $OUT/A and $OUT/B"
-python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" <<'PY'
+python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" <<'PY'
 import csv, statistics, sys
 
-def load(path):
-    rows = {}
-    for r in csv.DictReader(open(path)):
-        rps, cpu = float(r["rps"]), float(r["server_cpu"] or "nan")
-        rows.setdefault((r["setting"], r["test"]), []).append((rps, cpu / rps * 1e6 if rps else float("nan")))
-    return {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), len(v))
-            for k, v in rows.items()}
+# The noise check: a run whose gauge (a fixed CPU loop on the server's CPU, timed before and
+# after it) is more than tol away from the sitting's median gauge ran on a disturbed machine,
+# and is dropped. The sitting is both sides' runs together.
+tol = float(sys.argv[3])
+rows = {side: list(csv.DictReader(open(path))) for side, path in (("A", sys.argv[1]), ("B", sys.argv[2]))}
+gauges = [float(r[k]) for v in rows.values() for r in v for k in ("gauge_before_ms", "gauge_after_ms") if r.get(k)]
+mid = statistics.median(gauges) if gauges else 0
 
-a, b = load(sys.argv[1]), load(sys.argv[2])
-print("| setting | test | runs | A ops/s | B ops/s | B/A | A server µs/request | B server µs/request | B/A |")
+def calm(r):
+    g = [float(r[k]) for k in ("gauge_before_ms", "gauge_after_ms") if r.get(k)]
+    return not mid or all(abs(x - mid) <= tol * mid for x in g)
+
+def load(v):
+    out = {}
+    for r in v:
+        rps, cpu = float(r["rps"]), float(r["server_cpu"] or "nan")
+        e = out.setdefault((r["setting"], r["test"]), {"all": 0, "kept": []})
+        e["all"] += 1
+        if calm(r):
+            e["kept"].append((rps, cpu / rps * 1e6 if rps else float("nan")))
+    return out
+
+def fmt(xs, f):
+    return f"{f(statistics.median(xs))} ({f(min(xs))}-{f(max(xs))})" if xs else "-"
+
+a, b = load(rows["A"]), load(rows["B"])
+print(f"noise gauge: median {mid:.1f} ms over {len(gauges)} readings; runs more than {tol:.0%} away dropped")
+print("| setting | test | runs kept A, B | A ops/s | B ops/s | B/A | A server µs/request | B server µs/request | B/A |")
 print("|---|---|---|---|---|---|---|---|---|")
 for k in sorted(set(a) & set(b)):
-    x, y = a[k], b[k]
-    print(f"| c{k[0].replace(':', ' P')} | {k[1]} | {min(x[2], y[2])} | {x[0]:,.0f} | {y[0]:,.0f} | {y[0] / x[0]:.2f} | "
-          f"{x[1]:.2f} | {y[1]:.2f} | {y[1] / x[1]:.2f} |")
+    x, y = a[k]["kept"], b[k]["kept"]
+    ra = (statistics.median(v[0] for v in y) / statistics.median(v[0] for v in x)) if x and y else float("nan")
+    rc = (statistics.median(v[1] for v in y) / statistics.median(v[1] for v in x)) if x and y else float("nan")
+    print(f"| c{k[0].replace(':', ' P')} | {k[1]} | {len(x)}/{a[k]['all']}, {len(y)}/{b[k]['all']} | "
+          f"{fmt([v[0] for v in x], lambda z: f'{z:,.0f}')} | {fmt([v[0] for v in y], lambda z: f'{z:,.0f}')} | {ra:.2f} | "
+          f"{fmt([v[1] for v in x], lambda z: f'{z:.2f}')} | {fmt([v[1] for v in y], lambda z: f'{z:.2f}')} | {rc:.2f} |")
 PY

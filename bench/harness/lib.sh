@@ -186,36 +186,53 @@ smoke() {
 }
 
 proc_ticks() { [ -r "/proc/$1/stat" ] && awk '{print $14 + $15}' "/proc/$1/stat" || echo ""; }
+proc_nvcsw() { [ -r "/proc/$1/status" ] && awk '/^nonvoluntary_ctxt_switches:/ {print $2}' "/proc/$1/status" || echo ""; }
+
+# gauge_ms: the machine's noise gauge (bench/gauge) on the server's CPU, in ms; built once.
+gauge_ms() {
+  if [ -z "${GAUGE:-}" ]; then
+    local d
+    d=$(mktemp -d -t rlbench-gauge.XXXXXX)
+    OWN_DIRS+=("$d")
+    (cd "$ROOT" && go build -o "$d/gauge" ./bench/cmd/gauge) || die "go build ./bench/cmd/gauge failed"
+    GAUGE=$d/gauge
+  fi
+  $(pin "${SERVER_CPUS:-}") "$GAUGE"
+}
 proc_rss_kb() { [ -r "/proc/$1/status" ] && awk '/^VmRSS:/ {print $2}' "/proc/$1/status" || echo ""; }
 cpu_jiffies() { awk '/^cpu / {b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6 + $9, $9}' /proc/stat; }
 
 # bench_once PORT PID C P N OUTFILE ARGS...: one redis-benchmark run (client pinned to
-# CLIENT_CPUS), printed as the CSV fields n..load1 of raw.csv.
+# CLIENT_CPUS), printed as the CSV fields n..server_nvcsw of raw.csv: the noise gauge before
+# and after, and the server's involuntary context switches during the run, close the row.
 bench_once() {
-  local port=$1 pid=$2 c=$3 p=$4 n=$5 out=$6 s0 s1 t0 t1 cu cs el
+  local port=$1 pid=$2 c=$3 p=$4 n=$5 out=$6 s0 s1 t0 t1 cu cs el g0 g1 v0 v1
   shift 6
-  s0=$(cpu_jiffies); t0=$(proc_ticks "$pid")
+  g0=$(gauge_ms)
+  s0=$(cpu_jiffies); t0=$(proc_ticks "$pid"); v0=$(proc_nvcsw "$pid")
   # bash's time keyword gives the client's own CPU (user, system) and the wall time.
   { TIMEFORMAT='%U %S %R'; time $(pin "${CLIENT_CPUS:-}") redis-benchmark -h "$HOST" -p "$port" \
       -c "$c" -P "$p" -n "$n" -r "$KEYSPACE" --csv "$@" >"$out" 2>&1; } 2>"$out.time" || true
-  s1=$(cpu_jiffies); t1=$(proc_ticks "$pid")
+  s1=$(cpu_jiffies); t1=$(proc_ticks "$pid"); v1=$(proc_nvcsw "$pid")
+  g1=$(gauge_ms)
   read -r cu cs el <"$out.time" || { cu=0 cs=0 el=0; }
   grep -q 'ERR\|Error' "$out" && hlog "WARNING: $out: $(grep -m2 'ERR\|Error' "$out" | tr '\n' ' ')"
   # redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max"
   awk -F'","' -v n="$n" -v cu="$cu" -v cs="$cs" -v el="$el" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" \
-      -v s0="$s0" -v s1="$s1" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
+      -v s0="$s0" -v s1="$s1" -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+      -v g0="$g0" -v g1="$g1" -v nv="$( [ -n "$v0" ] && [ -n "$v1" ] && echo $((v1 - v0)) )" '
     NF >= 8 && $2 ~ /^[0-9.]+$/ { l = $0 }
     END {
-      if (l == "") { print n ",,,,,,,," el ",,,,,"; exit }
+      if (l == "") { print n ",,,,,,," el ",,,,," "," g0 "," g1 "," nv; exit }
       split(l, f, "\",\""); gsub(/"/, "", f[8])
       split(s0, a, " "); split(s1, b, " "); dt = b[2] - a[2]; if (dt <= 0) dt = 1
       srv = (t0 != "" && t1 != "" && el > 0) ? sprintf("%.2f", (t1 - t0) / hz / el) : ""
-      printf "%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s,%.1f,%.1f,%s\n", n, f[2], f[3], f[5], f[6], f[7], f[8], el,
-        (el > 0 ? (cu + cs) / el : 0), srv, 100 * (b[1] - a[1]) / dt, 100 * (b[3] - a[3]) / dt, load
+      printf "%s,%s,%s,%s,%s,%s,%s,%s,%.2f,%s,%.1f,%.1f,%s,%s,%s,%s\n", n, f[2], f[3], f[5], f[6], f[7], f[8], el,
+        (el > 0 ? (cu + cs) / el : 0), srv, 100 * (b[1] - a[1]) / dt, 100 * (b[3] - a[3]) / dt, load, g0, g1, nv
     }' "$out"
 }
 
-RAW_HEADER=run,setting,clients,pipeline,test,n,rps,avg_ms,p50_ms,p95_ms,p99_ms,max_ms,elapsed_s,client_cpu,server_cpu,sys_busy_pct,steal_pct,load1
+RAW_HEADER=run,setting,clients,pipeline,test,n,rps,avg_ms,p50_ms,p95_ms,p99_ms,max_ms,elapsed_s,client_cpu,server_cpu,sys_busy_pct,steal_pct,load1,gauge_before_ms,gauge_after_ms,server_nvcsw
 
 # run_throughput TARGET PORT PID OUT_DIR RUN
 # Knobs: SETTINGS ("clients:pipeline" pairs, "50:1 50:16"), TESTS (ping_mbulk set and

@@ -15,7 +15,6 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -26,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlserver/rlserver/bench/gauge"
 )
 
 // acquireLua and releaseLua are the sorted-set semaphore: a lease's end
@@ -98,7 +99,7 @@ func main() {
 	}
 	c.Close()
 
-	gaugeBefore := gauge()
+	gaugeBefore := gauge.Ms()
 	cpu0 := cpuTicks(*pid)
 	var units, taken, given, errs atomic.Int64
 	deadline := time.Now().Add(*duration)
@@ -139,7 +140,7 @@ func main() {
 	wg.Wait()
 	elapsed := time.Since(t0)
 	cpu := float64(cpuTicks(*pid)-cpu0) / 100 // USER_HZ
-	gaugeAfter := gauge()
+	gaugeAfter := gauge.Ms()
 	n := units.Load()
 	line := fmt.Sprintf("label=%s mode=%s units=%d secs=%.2f units_per_sec=%.0f taken=%d given=%d errors=%d cpu_secs=%.2f",
 		*label, *mode, n, elapsed.Seconds(), float64(n)/elapsed.Seconds(), taken.Load(), given.Load(), errs.Load(), cpu)
@@ -233,17 +234,6 @@ func appendCmd(b []byte, args ...string) []byte {
 		b = append(b, '\r', '\n')
 	}
 	return b
-}
-
-// gauge times a fixed CPU-bound loop, in ms.
-func gauge() float64 {
-	s := time.Now()
-	b := make([]byte, 64)
-	for range 200_000 {
-		h := sha256.Sum256(b)
-		copy(b, h[:])
-	}
-	return float64(time.Since(s).Microseconds()) / 1000
 }
 
 // cpuTicks reads a process's user plus system time, in clock ticks (0 for

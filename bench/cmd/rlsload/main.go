@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"flag"
 	"fmt"
 	"os"
@@ -29,6 +28,7 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/rlserver/rlserver/bench/gauge"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -82,7 +82,7 @@ func main() {
 		}
 	}
 
-	gaugeBefore := gauge()
+	gaugeBefore := gauge.Ms()
 	var (
 		ok, over, errs atomic.Int64
 		mu             sync.Mutex
@@ -152,7 +152,7 @@ func main() {
 	wg.Wait()
 	elapsed := time.Since(t0)
 	cpu1 := cpuTicks(pids)
-	gaugeAfter := gauge()
+	gaugeAfter := gauge.Ms()
 
 	slices.Sort(lat)
 	pct := func(p float64) float64 {
@@ -178,17 +178,6 @@ func main() {
 	}
 	line += fmt.Sprintf(" gauge_before_ms=%.1f gauge_after_ms=%.1f", gaugeBefore, gaugeAfter)
 	fmt.Println(line)
-}
-
-// gauge times a fixed CPU-bound loop, in ms.
-func gauge() float64 {
-	s := time.Now()
-	b := make([]byte, 64)
-	for range 200_000 {
-		h := sha256.Sum256(b)
-		copy(b, h[:])
-	}
-	return float64(time.Since(s).Microseconds()) / 1000
 }
 
 // cpuTicks reads each process's user plus system time, in clock ticks.
