@@ -118,6 +118,18 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 	for _, si := range b.shards {
 		st.e.shards[si].decisionTimeLocked(now)
 	}
+	if n > 1 && st.e.large.Load() {
+		// The keys' slots, then their records, in two passes: their
+		// cache misses overlap instead of following one another
+		// (prefetch.go). A pipelined batch's Prefetch took only the first
+		// key of each command.
+		var hs [PrefetchMax]uint64
+		k := min(n, PrefetchMax)
+		for i := range k {
+			hs[i] = b.states[i].h
+		}
+		st.e.prefetchLocked(hs[:k])
+	}
 
 	// Phase 2.
 	for i := range b.Limits {

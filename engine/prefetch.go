@@ -57,32 +57,42 @@ func (e *Engine) Prefetch(keys [][]byte) uint64 {
 	}
 	sink := uint64(0)
 	if s := e.shards[held[0]]; max(len(s.slots), len(s.old)) >= prefetchMinSlots { // (old: a shrink's larger table)
-		for _, h := range hs[:n] {
-			s := e.shards[(h>>32)&e.mask]
-			tag := uint64(tagOf(h))
-			if len(s.slots) > 0 {
-				sink += s.slots[tag&uint64(len(s.slots)-1)]
-			}
-			if len(s.old) > 0 { // entries moving: the key may not have moved yet
-				sink += s.old[tag&uint64(len(s.old)-1)]
-			}
-		}
-		for _, h := range hs[:n] {
-			s := e.shards[(h>>32)&e.mask]
-			tag := tagOf(h)
-			for _, t := range [2][]uint64{s.slots, s.old} {
-				if len(t) == 0 {
-					continue
-				}
-				if slot := t[uint64(tag)&uint64(len(t)-1)]; slot != 0 && slot != moved && slotTag(slot) == tag {
-					sink += uint64(s.data[slotOff(slot)])
-					break
-				}
-			}
-		}
+		sink = e.prefetchLocked(hs[:n])
 	}
 	for _, si := range held[:m] {
 		e.shards[si].mu.Unlock()
+	}
+	return sink
+}
+
+// prefetchLocked loads the table slots of the keys hashed hs in one pass
+// and their records in a second (see Prefetch), their shards' locks held.
+//
+//go:noinline
+func (e *Engine) prefetchLocked(hs []uint64) uint64 {
+	sink := uint64(0)
+	for _, h := range hs {
+		s := e.shards[(h>>32)&e.mask]
+		tag := uint64(tagOf(h))
+		if len(s.slots) > 0 {
+			sink += s.slots[tag&uint64(len(s.slots)-1)]
+		}
+		if len(s.old) > 0 { // entries moving: the key may not have moved yet
+			sink += s.old[tag&uint64(len(s.old)-1)]
+		}
+	}
+	for _, h := range hs {
+		s := e.shards[(h>>32)&e.mask]
+		tag := tagOf(h)
+		for _, t := range [2][]uint64{s.slots, s.old} {
+			if len(t) == 0 {
+				continue
+			}
+			if slot := t[uint64(tag)&uint64(len(t)-1)]; slot != 0 && slot != moved && slotTag(slot) == tag {
+				sink += uint64(s.data[slotOff(slot)])
+				break
+			}
+		}
 	}
 	return sink
 }
