@@ -76,8 +76,10 @@ func (st Store) full() bool {
 
 // evictLocked removes, of up to evictSample live records from where the
 // previous eviction (or the expiry sweep) stopped, the one with the
-// earliest deadline (an expired one at once). It reports whether it
-// removed one.
+// earliest deadline (an expired one at once). A lease key is never
+// evicted while a lease lives: its slots would come back before their
+// leases end, and more would be in flight than its limit. It reports
+// whether it removed one.
 func (s *shard) evictLocked(now int64) bool {
 	if len(s.data) == 0 {
 		return false
@@ -97,6 +99,10 @@ func (s *shard) evictLocked(now int64) bool {
 		p := parseRecord(s.data, off)
 		if p.hdr&hdrDead == 0 {
 			seen++
+			if p.e.kind == KindLease && p.e.alive(now) {
+				off = p.end
+				continue
+			}
 			if best < 0 || p.e.deadline < bestDl {
 				best, bestDl = off, p.e.deadline
 			}

@@ -97,3 +97,49 @@ func TestVolatileTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestVolatileTTLSparesLeases: a lease key nearest its reset is not
+// evicted (its slots would come back early); the next nearest key is; a
+// shard of nothing but live leases evicts nothing and still takes the
+// new key.
+func TestVolatileTTLSparesLeases(t *testing.T) {
+	e := New(1)
+	e.SetEvictPolicy(VolatileTTL)
+	st := e.Store()
+	now := int64(1_700_000_000) * int64(time.Second)
+	lease := Params{Limit: 1, Window: int64(5 * time.Second), Cost: 1}
+	if _, err := st.Limit(KindLease, []byte("slot"), lease, now); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := NewGCRA(0, 1, 60)
+	if _, err := st.Throttle([]byte("k"), g, 1, now); err != nil {
+		t.Fatal(err)
+	}
+	e.SetFull(true)
+	if _, err := st.Throttle([]byte("new"), g, 1, now); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type([]byte("slot"), now) != KindLease || st.Type([]byte("k"), now) != KindNone || e.Evicted() != 1 {
+		t.Fatalf("slot %v, k %v, evicted %d: want the lease kept and k evicted", st.Type([]byte("slot"), now), st.Type([]byte("k"), now), e.Evicted())
+	}
+	r, err := st.Limit(KindLease, []byte("slot"), lease, now)
+	if err != nil || !r.Limited {
+		t.Fatalf("the slot after an eviction: %+v %v, want it still taken", r, err)
+	}
+
+	e2 := New(1)
+	e2.SetEvictPolicy(VolatileTTL)
+	st2 := e2.Store()
+	for i := range 3 {
+		if _, err := st2.Limit(KindLease, fmt.Appendf(nil, "s%d", i), lease, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e2.SetFull(true)
+	if _, err := st2.Limit(KindLease, []byte("s3"), lease, now); err != nil {
+		t.Fatal(err)
+	}
+	if e2.Evicted() != 0 || st2.Len() != 4 {
+		t.Fatalf("evicted %d, keys %d; want no lease evicted and the new key taken", e2.Evicted(), st2.Len())
+	}
+}
