@@ -35,21 +35,20 @@ import (
 // Outside the record (persistence's Record.Log) leases are triples
 // token, end, cost, in token order.
 //
-// In words, a is the last token issued, b the stored leases' total cost
-// and c their number. Stored leases may have ended (a refused call writes
-// nothing); every write drops them, so what is stored never costs more
-// than limit.
+// In words, a is the last token issued and c the number of stored leases
+// (what their expiry counts); b is unused. Stored leases may have ended
+// (a refused call writes nothing); every write drops them, so what is
+// stored never costs more than limit.
 
 // lease is one lease.
 type lease struct{ token, end, cost int64 }
 
 var leaseAlgorithm = Algorithm{
 	Kind: KindLease, Name: "lease", hasRuns: true,
-	// Body: zz(deadline - last token) | total cost | leases | byte length
-	// of the runs | runs.
+	// Body: zz(deadline - last token) | leases | byte length of the runs |
+	// runs.
 	encode: func(dst []byte, dl uint64, w words, runs []byte) []byte {
 		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(w.a))))
-		dst = binary.AppendUvarint(dst, uint64(w.b))
 		dst = binary.AppendUvarint(dst, uint64(w.c))
 		dst = binary.AppendUvarint(dst, uint64(len(runs)))
 		return append(dst, runs...)
@@ -58,8 +57,6 @@ var leaseAlgorithm = Algorithm{
 		var u uint64
 		u, i = uvarint(b, i)
 		w.a = int64(dl - uint64(unzz(u)))
-		u, i = uvarint(b, i)
-		w.b = int64(u)
 		u, i = uvarint(b, i)
 		w.c = int64(u)
 		runs = i
@@ -118,9 +115,6 @@ func leasesFromLog(dl uint64, w words, log []int64) (words, []byte) {
 		ls = append(ls, lease{log[i], log[i+1], log[i+2]})
 	}
 	w.b, w.c = 0, int64(len(ls))
-	for _, l := range ls {
-		w.b = sat.Add(w.b, l.cost)
-	}
 	return w, appendLeases(nil, ls, dl)
 }
 
@@ -147,7 +141,6 @@ func leaseState(ls []lease, last int64, runs []byte) held {
 	w := words{a: last, c: int64(len(ls))}
 	for _, l := range ls {
 		dl = max(dl, l.end)
-		w.b = sat.Add(w.b, l.cost)
 	}
 	return held{w: w, runs: appendLeases(runs, ls, uint64(dl)), deadline: dl}
 }

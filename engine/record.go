@@ -23,8 +23,9 @@ import "encoding/binary"
 //	RL.SLIDE     zz(deadline - window start) | current count | previous count
 //	RL.BUCKET    rate | zz(lo(D)) | zz(hi(D) - sign(lo(D)))  where D = deadline*rate - TAT (128-bit)
 //	RL.LOG       units held | zz(deadline - oldest run's time) | byte length of the runs | runs
+//	lease        zz(deadline - last token) | leases | byte length of the runs | runs
 //
-// RL.LOG's runs are described in log.go.
+// RL.LOG's runs are described in log.go, a lease key's in lease.go.
 // Every encoding is total (any words round-trip exactly, with wrapping
 // arithmetic), so a restored record is held as it came.
 //

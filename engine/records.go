@@ -21,7 +21,7 @@ func recordOf(p parsed) Record {
 	r := Record{Key: string(p.key), Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c}
 	if a := algorithmOf(e.kind); a.hasRuns {
 		r.Log = a.toLog(nil, uint64(e.deadline), e.w, p.runs)
-		r.B = 0 // derived from the log (RL.LOG's oldest time, a lease key's total cost)
+		r.B = 0 // derived from the log (RL.LOG's oldest time; a lease key has none)
 	}
 	return r
 }
