@@ -79,6 +79,12 @@ type Algorithm struct {
 	// words the log determines (the others as w has them).
 	toLog   func(dst []int64, dl uint64, w words, runs []byte) []int64
 	fromLog func(dl uint64, w words, log []int64) (words, []byte)
+	// found and stored, when set, run under the shard's lock around a
+	// decision: found adjusts the state found (zero if none) before it is
+	// decided, stored learns of a state written over cur (found or not).
+	// A lease key's tokens use them (lease.go); nil for the others.
+	found  func(s *shard, h held) held
+	stored func(s *shard, cur words, wasFound bool, next words)
 }
 
 // algorithms is the table of every kind, indexed by Kind. A new algorithm

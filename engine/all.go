@@ -185,8 +185,8 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 			off, end = 0, 0
 		}
 		ls.s.putLocked(off, end, ls.h, l.Key, ls.next, ls.runs)
-		if l.Kind == KindLease {
-			ls.s.issuedLocked(ls.cur.w, ls.found, ls.next.w)
+		if a := algorithmOf(l.Kind); a.stored != nil {
+			a.stored(ls.s, ls.cur.w, ls.found, ls.next.w)
 		}
 	}
 	return false, 0, nil
@@ -233,8 +233,8 @@ func (b *Batch) decideOne(i int, now int64) (Result, error) {
 	var r Result
 	if a.hasRuns {
 		cur := ls.held()
-		if l.Kind == KindLease {
-			cur = ls.s.tokenFloorLocked(cur)
+		if a.found != nil {
+			cur = a.found(ls.s, cur)
 		}
 		next, res, write := a.decideRuns(l.Params, cur, now, b.runs[i][:0])
 		r, ls.write = res, write

@@ -66,6 +66,8 @@ var leaseAlgorithm = Algorithm{
 	decideRuns: leaseAcquire,
 	toLog:      leasesToLog,
 	fromLog:    leasesFromLog,
+	found:      (*shard).tokenFloorLocked,
+	stored:     (*shard).issuedLocked,
 }
 
 // leasesOf appends the leases encoded in runs (held under deadline dl)

@@ -100,8 +100,8 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		if ok {
 			cur = held{w: e.w, runs: runs, deadline: e.deadline}
 		}
-		if kind == KindLease {
-			cur = s.tokenFloorLocked(cur)
+		if a.found != nil {
+			cur = a.found(s, cur)
 		}
 		var next held
 		next, r, write = a.decideRuns(p, cur, now, s.logBuf[:0])
@@ -113,8 +113,8 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		}
 		if write = write && !st.dry; write {
 			s.putLocked(off, end, h, key, entry{kind: kind, w: next.w, deadline: next.deadline}, next.runs)
-			if kind == KindLease {
-				s.issuedLocked(e.w, ok, next.w)
+			if a.stored != nil {
+				a.stored(s, e.w, ok, next.w)
 			}
 			if cap(next.runs) <= 64<<10 { // keep the scratch unless a huge log grew it
 				s.logBuf = next.runs[:0]
