@@ -131,6 +131,7 @@ var redisCategories = map[string]string{
 	"rl.top":          "@read @slow @ratelimit",
 	"rl.acquire":      "@write @fast @ratelimit",
 	"rl.release":      "@write @fast @ratelimit",
+	"rl.cancel":       "@write @fast @ratelimit",
 	"rl.renew":        "@write @fast @ratelimit",
 	"rl.leases":       "@read @fast @ratelimit",
 	"cl.throttle":     "@ratelimit",

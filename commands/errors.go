@@ -191,6 +191,14 @@ func ErrPeriod(arg []byte) Error {
 	return Error(fmt.Sprintf("ERR invalid period '%s': use an integer with ms, s, m, h or d, from 1ms to 3650d", arg))
 }
 
+// Reservations (docs/reservations.md).
+const ErrSlideReserve Error = "ERR RL.SLIDE takes no RESERVE: its weighted estimate has no future slot to reserve (use RL.LOG, RL.BUCKET or RL.FIXED)"
+
+// ErrMaxWait: a RESERVE maxwait that is neither 0 nor an RL.* duration.
+func ErrMaxWait(arg []byte) Error {
+	return Error(fmt.Sprintf("ERR invalid maxwait '%s': use 0 or an integer with ms, s, m, h or d, up to 3650d", arg))
+}
+
 // COMMAND GETKEYS, as Redis 7.0 words them.
 const (
 	ErrGetKeysCommand Error = "ERR Invalid command specified"

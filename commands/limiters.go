@@ -10,10 +10,12 @@ import (
 // limiter returns the handler of an RL.* command: RL.FIXED, RL.LOG and
 // RL.SLIDE take key limit window [COST n]; RL.BUCKET takes key capacity
 // rate period [COST n]; RL.ACQUIRE takes key limit lease [COST n] and
-// adds the lease's token to its reply.
+// adds the lease's token to its reply. RL.BUCKET, RL.LOG and RL.FIXED
+// also take RESERVE maxwait (docs/reservations.md), which adds the wait
+// and the ticket to the reply.
 func limiter(kind engine.Kind) func(*Ctx) {
 	return func(x *Ctx) {
-		p, err := parseLimitArgs(kind, x.Args)
+		p, reserve, err := parseLimitArgs(kind, x.Args)
 		if err != nil {
 			x.Error(err)
 			return
@@ -28,49 +30,115 @@ func limiter(kind engine.Kind) func(*Ctx) {
 			writeLeaseReply(x.W, r)
 			return
 		}
+		if reserve {
+			writeReserveReply(x.W, r)
+			return
+		}
 		retry, reset := r.Millis()
 		writeLimitReply(x.W, r.Limited, r.Limit, r.Remaining, retry, reset)
 	}
 }
 
-func parseLimitArgs(kind engine.Kind, args [][]byte) (engine.Params, error) {
-	p := engine.Params{Cost: 1}
+// parseLimitArgs parses an RL.* limiter's arguments; reserve reports a
+// RESERVE option (its maxwait in p.Wait, 0 for the plain command).
+func parseLimitArgs(kind engine.Kind, args [][]byte) (p engine.Params, reserve bool, err error) {
+	p = engine.Params{Cost: 1}
 	var ok bool
 	if p.Limit, ok = parseInt64(args[2]); !ok {
-		return p, ErrNotInteger
+		return p, false, ErrNotInteger
 	}
 	if p.Limit < 0 {
-		return p, ErrNotPositive
+		return p, false, ErrNotPositive
 	}
 	rest := args[3:]
 	if kind == engine.KindBucket {
 		if p.Rate, ok = parseInt64(args[3]); !ok {
-			return p, ErrNotInteger
+			return p, false, ErrNotInteger
 		}
 		if p.Rate <= 0 {
-			return p, ErrNotPositive
+			return p, false, ErrNotPositive
 		}
 		rest = args[4:]
 	}
 	w, err := clock.ParsePeriod(rest[0])
 	if err != nil {
-		return p, ErrPeriod(rest[0])
+		return p, false, ErrPeriod(rest[0])
 	}
 	p.Window = w
 	rest = rest[1:]
 	for len(rest) > 0 {
-		if len(rest) < 2 || !strings.EqualFold(string(rest[0]), "COST") {
-			return p, ErrSyntax
+		if len(rest) < 2 {
+			return p, false, ErrSyntax
 		}
-		if p.Cost, ok = parseInt64(rest[1]); !ok {
-			return p, ErrNotInteger
-		}
-		if p.Cost < 0 {
-			return p, ErrNotPositive
+		switch {
+		case strings.EqualFold(string(rest[0]), "COST"):
+			if p.Cost, ok = parseInt64(rest[1]); !ok {
+				return p, false, ErrNotInteger
+			}
+			if p.Cost < 0 {
+				return p, false, ErrNotPositive
+			}
+		case strings.EqualFold(string(rest[0]), "RESERVE") && kind != engine.KindLease:
+			if kind == engine.KindSlide {
+				return p, false, ErrSlideReserve
+			}
+			if p.Wait, err = parseMaxWait(rest[1]); err != nil {
+				return p, false, err
+			}
+			reserve = true
+		default:
+			return p, false, ErrSyntax
 		}
 		rest = rest[2:]
 	}
-	return p, nil
+	return p, reserve, nil
+}
+
+// parseMaxWait parses RESERVE's maxwait: an RL.* duration, or 0 (the
+// plain command).
+func parseMaxWait(b []byte) (int64, error) {
+	if string(b) == "0" {
+		return 0, nil
+	}
+	w, err := clock.ParsePeriod(b)
+	if err != nil {
+		return 0, ErrMaxWait(b)
+	}
+	return w, nil
+}
+
+// writeReserveReply writes a reservation's reply: the five limiter
+// integers, the wait in ms (rounded up: act after it; -1 when refused)
+// and the ticket (nil when none).
+func writeReserveReply(w Writer, r engine.Result) {
+	retry, reset := r.Millis()
+	w.Array(7)
+	writeLimitFields(w, r.Limited, r.Limit, r.Remaining, retry, reset)
+	if r.Limited {
+		w.Int(-1)
+	} else {
+		w.Int(engine.CeilMs(r.Wait))
+	}
+	if r.Token == 0 {
+		w.Null()
+	} else {
+		w.Int(r.Token)
+	}
+}
+
+// cmdCancel is RL.CANCEL key ticket: the units a reservation gives back.
+func cmdCancel(x *Ctx) {
+	t, ok := parseInt64(x.Args[2])
+	if !ok {
+		x.Error(ErrNotInteger)
+		return
+	}
+	n, err := x.Store.Cancel(x.Args[1], t, x.Now)
+	if err != nil {
+		x.Error(err)
+		return
+	}
+	x.W.Int(n)
 }
 
 // limiterPeek reports whether an RL.* call asks for cost 0: its last COST

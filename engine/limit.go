@@ -15,6 +15,10 @@ type Params struct {
 	Window int64 // ns
 	Rate   int64
 	Cost   int64
+	// Wait is how long a call may wait instead of being refused, in ns
+	// (RESERVE; reserve.go): 0 for a plain call. RL.BUCKET, RL.LOG and
+	// RL.FIXED take it.
+	Wait int64
 }
 
 // Result is an RL.* reply before rounding: waits are exact ns, -1 for
@@ -25,8 +29,12 @@ type Result struct {
 	Remaining  int64
 	RetryAfter int64 // ns until this request would be admitted; -1 if admitted or never (saturated)
 	ResetAfter int64 // ns until the key is fresh; 0 if it is (saturated)
-	// Token is the fencing token of a lease acquired (lease.go), else 0.
+	// Token is the fencing token of a lease acquired (lease.go), or the
+	// ticket of a reservation granted (its act time, reserve.go), else 0.
 	Token int64
+	// Wait is the ns a granted reservation waits until it acts (its
+	// ticket minus now); 0 when it acts now, or when refused.
+	Wait int64
 	// exactMs, when set, holds the waits in ms computed without
 	// saturating the ns (RL.BUCKET's can pass 2^63 ns).
 	exactMs          bool
@@ -121,6 +129,12 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 			}
 		}
 	} else {
+		if runs != nil || p.Wait > 0 { // a section, or a call that may wait
+			if !reserves(kind) {
+				return Result{}, ErrNoReserve
+			}
+			return st.reserveLocked(s, off, end, h, key, kind, p, e, ok, runs, now)
+		}
 		var next words
 		next, r = a.decide(p, e.w, now) // e is zero for a fresh key
 		write = next != e.w

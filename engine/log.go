@@ -43,8 +43,9 @@ func varintStart(b []byte, end int) int {
 // logState is an RL.LOG key's state: its runs (newest first, the first
 // run's time relative to the deadline dl), the units they hold and the
 // oldest run's time, which lets expired runs be cut off the end without
-// walking the log. The zero value is fresh. In words, a is total and b
-// oldest; the runs are the record's own.
+// walking the log. The zero value is fresh. In words, a is total, b
+// oldest and c the last reservation's ticket (reserve.go; 0 if none);
+// the runs are the record's own.
 type logState struct {
 	runs   []byte
 	dl     uint64
@@ -58,11 +59,13 @@ func logOf(h held) logState {
 
 var logAlgorithm = Algorithm{
 	Kind: KindLog, Name: "log", hasRuns: true,
-	// Body: units held | zz(deadline - oldest run's time) | byte length of
-	// the runs | runs.
+	// Body: units held | zz(deadline - oldest run's time) | ticket code |
+	// byte length of the runs | runs. The ticket code is one byte, 0, for
+	// a key with no reservation (c = 0); logTicketCode has the rest.
 	encode: func(dst []byte, dl uint64, w words, runs []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(w.a))
 		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(w.b))))
+		dst = binary.AppendUvarint(dst, logTicketCode(dl, w.c))
 		dst = binary.AppendUvarint(dst, uint64(len(runs)))
 		return append(dst, runs...)
 	},
@@ -72,6 +75,8 @@ var logAlgorithm = Algorithm{
 		w.a = int64(u)
 		u, i = uvarint(b, i)
 		w.b = int64(dl - uint64(unzz(u)))
+		u, i = uvarint(b, i)
+		w.c = logTicketOf(dl, u)
 		runs = i
 		u, i = uvarint(b, i)
 		return w, runs, i + int(u)
@@ -84,9 +89,37 @@ var logAlgorithm = Algorithm{
 		return decodeRuns(dst, dl, runs)
 	},
 	fromLog: func(dl uint64, w words, log []int64) (words, []byte) {
-		w.b, w.c = int64(logOldest(log)), 0
+		w.b = int64(logOldest(log))
 		return w, appendRuns(nil, dl, log)
 	},
+}
+
+// logTicketCode encodes a log's last ticket c under deadline dl: 0 for
+// none (c = 0), else x+1 with x = zz(dl - c), small for a ticket near the
+// deadline. The one x that +1 would wrap (2^64-1) takes the code that
+// c = 0 frees (zz(dl)+1, which cannot wrap: dl < 2^63), so every c
+// round-trips.
+func logTicketCode(dl uint64, c int64) uint64 {
+	switch x := zz(int64(dl - uint64(c))); {
+	case c == 0:
+		return 0
+	case x == ^uint64(0):
+		return zz(int64(dl)) + 1
+	default:
+		return x + 1
+	}
+}
+
+// logTicketOf decodes logTicketCode.
+func logTicketOf(dl uint64, code uint64) int64 {
+	if code == 0 {
+		return 0
+	}
+	x := code - 1
+	if x == zz(int64(dl)) {
+		x = ^uint64(0)
+	}
+	return int64(dl - uint64(unzz(x)))
 }
 
 // logDecide runs RL.LOG on the key's state cur (logOf names its parts).
@@ -97,6 +130,9 @@ var logAlgorithm = Algorithm{
 // that must say when to retry walks from the oldest run until enough
 // units would leave.
 func logDecide(p Params, cur held, now int64, dst []byte) (next held, r Result, admitted bool) {
+	if p.Wait > 0 || cur.w.c > now { // may wait, or reservations in line
+		return logReserve(p, cur, now, dst)
+	}
 	// cur's parts as logState names them, read one by one: copying the
 	// state whole costs a measurable part of a decision.
 	runs, dl := cur.runs, uint64(cur.deadline)

@@ -82,8 +82,16 @@ func appendRecord(dst []byte, hdr byte, key []byte, e entry, runs []byte) []byte
 	dst = append(dst, hdr)
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	dst = append(dst, key...)
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.deadline))
-	return algorithmOf(Kind(hdr&hdrKind)).encode(dst, uint64(e.deadline), e.w, runs)
+	a := algorithmOf(Kind(hdr & hdrKind))
+	if a.hasRuns || len(runs) == 0 {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.deadline))
+		return a.encode(dst, uint64(e.deadline), e.w, runs)
+	}
+	// A words kind's runs are its section (reserve.go), after the body.
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.deadline)|pendingBit)
+	dst = a.encode(dst, uint64(e.deadline), e.w, nil)
+	dst = binary.AppendUvarint(dst, uint64(len(runs)))
+	return append(dst, runs...)
 }
 
 // parsed is a record located in a data region.
@@ -116,8 +124,15 @@ func parseRecord(b []byte, off int) parsed {
 // results, in registers.
 func decodeState(b []byte, i int, kind Kind) (e entry, runs, end int) {
 	dl := binary.LittleEndian.Uint64(b[i:])
+	sec := dl & pendingBit
+	dl &^= pendingBit
 	e = entry{deadline: int64(dl), kind: kind}
 	e.w, runs, i = algorithmOf(kind).decode(b, i+8, dl)
+	if sec != 0 { // a words kind's section (reserve.go), read as its runs
+		runs = i
+		n, j := uvarint(b, i)
+		i = j + int(n)
+	}
 	u, i := uvarint(b, i)
 	return e, runs, i + int(u)
 }

@@ -40,7 +40,11 @@ func TestRecordRoundTrip(t *testing.T) {
 		for i := range key {
 			key[i] = byte(r.Uint32())
 		}
-		e := entry{kind: kind, deadline: randWord(r), w: words{a: randWord(r)}}
+		// Deadlines are Unix ns (a record is never stored past its
+		// deadline, so never with a negative one): bit 63 is the
+		// section's flag (reserve.go).
+		e := entry{kind: kind, deadline: randWord(r) & math.MaxInt64, w: words{a: randWord(r)}}
+		var sec resv // a bucket's or fixed window's section, if any
 		var words []int64
 		switch kind {
 		case KindThrottle:
@@ -51,11 +55,21 @@ func TestRecordRoundTrip(t *testing.T) {
 			if e.deadline == farDeadline {
 				e.w.b = randWord(r)
 			}
-		case KindFixed:
+		case KindFixed, KindBucket:
 			e.w.b = randWord(r)
-		case KindSlide, KindBucket:
+			if kind == KindBucket {
+				e.w.c = randWord(r)
+			}
+			if r.IntN(2) == 0 { // reservations: any times and costs
+				sec = resv{last: randWord(r), unit: randWord(r) & math.MaxInt64, next: randWord(r) & math.MaxInt64}
+				for k := r.IntN(4); k > 0; k-- {
+					sec.pend = append(sec.pend, pend{act: randWord(r), cost: randWord(r) & math.MaxInt64})
+				}
+			}
+		case KindSlide:
 			e.w.b, e.w.c = randWord(r), randWord(r)
 		case KindLog:
+			e.w.c = randWord(r) // the last ticket
 			// A well-formed log: single units at t >= 0, runs of n >= 2
 			// (as logAppend builds them), times not decreasing or not.
 			for k := r.IntN(6); k > 0; k-- {
@@ -80,6 +94,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		var runs []byte
 		if a := algorithmOf(kind); a.hasRuns {
 			e.w, runs = a.fromLog(uint64(e.deadline), e.w, words)
+		} else if sec.last != 0 {
+			runs = appendSection(nil, uint64(e.deadline), sec)
 		}
 		b := withSlack(appendRecord(make([]byte, pad), hdr, key, e, runs), r.IntN(200))
 		p := parseRecord(b, pad)
@@ -94,6 +110,15 @@ func TestRecordRoundTrip(t *testing.T) {
 			} else {
 				require.Equal(t, words, got, "seed %d n %d", seed, n)
 			}
+		} else if sec.last != 0 {
+			got := decodeSection(p.runs, uint64(p.e.deadline), nil)
+			if len(sec.pend) == 0 {
+				sec.pend = got.pend[:0]
+			}
+			require.Equal(t, sec, got, "seed %d n %d", seed, n)
+			require.Equal(t, sec, sectionOfLog(recordOf(p).Log), "Record.Log carries the section")
+		} else {
+			require.Nil(t, p.runs, "no section")
 		}
 	}
 }
@@ -111,7 +136,7 @@ func TestRecordsAreCompact(t *testing.T) {
 		{KindFixed, Params{Limit: 100, Window: 86400e9, Cost: 1}, 35},
 		{KindSlide, Params{Limit: 100, Window: 86400e9, Cost: 1}, 36},
 		{KindBucket, Params{Limit: 100, Window: 86400e9, Rate: 100, Cost: 1}, 30},
-		{KindLog, Params{Limit: 100, Window: 86400e9, Cost: 1}, 44}, // the oldest run's time, 7 bytes, is kept too
+		{KindLog, Params{Limit: 100, Window: 86400e9, Cost: 1}, 45}, // the oldest run's time, 7 bytes, is kept too, and a byte for the last ticket (none)
 	} {
 		e := New(1)
 		_, err := e.Store().Limit(c.kind, key, c.p, now)

@@ -6,7 +6,9 @@ package engine
 // is in Unix ns. A, B, C are the state in its storage form: the three
 // words each algorithm's file names in its state type (fixedState in
 // fixed.go, and so on). Log holds the run log of a kind with one
-// (RL.LOG), oldest first; B, derived from it, is 0 in such a record.
+// (RL.LOG, a lease key), oldest first; B, derived from it, is 0 in such
+// a record. For RL.BUCKET and RL.FIXED, Log is the reservations' section
+// when the key has one (sectionLog in reserve.go), else empty.
 type Record struct {
 	Key      string
 	Kind     Kind
@@ -22,6 +24,8 @@ func recordOf(p parsed) Record {
 	if a := algorithmOf(e.kind); a.hasRuns {
 		r.Log = a.toLog(nil, uint64(e.deadline), e.w, p.runs)
 		r.B = 0 // derived from the log (RL.LOG's oldest time; a lease key has none)
+	} else if p.runs != nil { // a section (reserve.go)
+		r.Log = sectionLog(nil, decodeSection(p.runs, uint64(e.deadline), nil))
 	}
 	return r
 }
@@ -84,6 +88,8 @@ func (e *Engine) apply(r Record, now int64, quiet bool) bool {
 	var runs []byte
 	if a := algorithmOf(r.Kind); a.hasRuns {
 		en.w, runs = a.fromLog(uint64(r.Deadline), en.w, r.Log)
+	} else if rv := sectionOfLog(r.Log); rv.last != 0 && reserves(r.Kind) {
+		runs = appendSection(nil, uint64(r.Deadline), rv)
 	}
 	s.putLocked(off, oldEnd, h, key, en, runs)
 	return true

@@ -29,6 +29,8 @@ type shard struct {
 	opt      options
 	buf      []byte // scratch: a record being encoded
 	logBuf   []byte // scratch: an RL.LOG's new runs
+	secBuf   []byte // scratch: a section being encoded (reserve.go)
+	pend     []pend // scratch: a section's reservations, decoded
 	// Change tracking: one feedShard per Feed (feed.go), and the dirty
 	// bits of those feeds (0 when there are none: nothing is tracked).
 	feeds    []feedShard

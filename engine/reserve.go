@@ -1,0 +1,594 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/rlserver/rlserver/internal/sat"
+)
+
+// Reservations: an RL.BUCKET, RL.LOG or RL.FIXED call that may wait up to
+// Params.Wait ns instead of being refused (docs/reservations.md is the
+// contract). A reservation is a charge at its act time T >= now, granted
+// when T - now <= the wait allowed; it is charged exactly as a call made
+// at T would be, so a window never holds more than its limit, future
+// windows included.
+//
+// Its ticket is T, in Unix ns. A key remembers the last ticket it issued,
+// L, and every later reservation acts after L: first come, first served,
+// and a ticket given back (RL.CANCEL) is never issued again, so a stale
+// ticket names nothing. A call that does not wait acts at now, which it
+// may only do when nothing is in line (L <= now).
+//
+// Where a reservation is kept:
+//
+//	RL.LOG     a run of its log at T (a run in the future); L is the
+//	           state's third word
+//	RL.BUCKET  the state charges it (the full-again time moves); the key
+//	RL.FIXED   (the next window's count grows) also keeps a section
+//
+// A section holds L and the reservations not yet acted on, which RL.CANCEL
+// needs. It follows the body of the record, flagged by bit 63 of the
+// stored deadline (record.go), while L is in the future:
+//
+//	uvarint length | zz(deadline - L) | uvarint unit | uvarint next | runs
+//
+// runs are the pending reservations newest first, each uvarint cost |
+// zz(prev - T) with prev = L for the first (RL.LOG's run shape). unit is
+// the parameter they were made with: the bucket's period (ns*rate per
+// token at the stored rate), the fixed window's length. next is a fixed
+// window's count of the window after its state's (the state's third word,
+// kept here because only a key with reservations has one). A call with
+// other parameters forgets them (their tickets then give back 0): a
+// ticket gives back only under the parameters it was reserved with.
+
+// ErrNoReserve: the algorithm takes no reservations (RL.SLIDE, leases).
+var ErrNoReserve = errors.New("engine: this algorithm takes no reservations")
+
+// pendingBit flags a stored deadline whose record carries a section.
+// Deadlines are below 2^63 (maxDeadline).
+const pendingBit = 1 << 63
+
+// pend is a reservation not yet acted on: its act time (its ticket) and
+// cost.
+type pend struct{ act, cost int64 }
+
+// resv is a section, decoded: the last ticket issued (0: none in the
+// future), the unit, and the pending reservations oldest first.
+type resv struct {
+	last int64
+	unit int64
+	next int64
+	pend []pend
+}
+
+// decodeSection decodes a section of a record whose deadline is dl,
+// appending its reservations to dst. An empty sec is no section.
+func decodeSection(sec []byte, dl uint64, dst []pend) resv {
+	rv := resv{pend: dst[:0]}
+	if len(sec) == 0 {
+		return rv
+	}
+	u, i := uvarint(sec, 0)
+	rv.last = int64(dl - uint64(unzz(u)))
+	u, i = uvarint(sec, i)
+	rv.unit = int64(u)
+	u, i = uvarint(sec, i)
+	rv.next = int64(u)
+	prev := uint64(rv.last)
+	for i < len(sec) {
+		var n uint64
+		var t uint64
+		t, n, i = logRunAt(sec, i, prev)
+		rv.pend = append(rv.pend, pend{act: int64(t), cost: int64(n)})
+		prev = t
+	}
+	// Newest first in the record, oldest first here.
+	for a, b := 0, len(rv.pend)-1; a < b; a, b = a+1, b-1 {
+		rv.pend[a], rv.pend[b] = rv.pend[b], rv.pend[a]
+	}
+	return rv
+}
+
+// appendSection encodes rv (last > 0) under deadline dl.
+func appendSection(dst []byte, dl uint64, rv resv) []byte {
+	dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(rv.last))))
+	dst = binary.AppendUvarint(dst, uint64(rv.unit))
+	dst = binary.AppendUvarint(dst, uint64(rv.next))
+	prev := uint64(rv.last)
+	for k := len(rv.pend) - 1; k >= 0; k-- {
+		t := uint64(rv.pend[k].act)
+		dst = binary.AppendUvarint(dst, uint64(rv.pend[k].cost))
+		dst = binary.AppendUvarint(dst, zz(int64(prev-t)))
+		prev = t
+	}
+	return dst
+}
+
+// at drops what has acted by now: the reservations at or before now, and
+// the whole section once L has passed.
+func (rv resv) at(now int64) resv {
+	if rv.last <= now {
+		return resv{pend: rv.pend[:0], next: rv.next}
+	}
+	k := 0
+	for k < len(rv.pend) && rv.pend[k].act <= now {
+		k++
+	}
+	rv.pend = rv.pend[k:]
+	return rv
+}
+
+// sectionLog is a section as Record.Log carries it for RL.BUCKET and
+// RL.FIXED: L, unit, next, then (act, cost) pairs oldest first.
+func sectionLog(dst []int64, rv resv) []int64 {
+	dst = append(dst, rv.last, rv.unit, rv.next)
+	for _, p := range rv.pend {
+		dst = append(dst, p.act, p.cost)
+	}
+	return dst
+}
+
+// sectionOfLog is sectionLog's inverse (a malformed tail is dropped).
+func sectionOfLog(log []int64) resv {
+	var rv resv
+	if len(log) < 3 {
+		return rv
+	}
+	rv.last, rv.unit, rv.next = log[0], log[1], log[2]
+	for i := 3; i+1 < len(log); i += 2 {
+		rv.pend = append(rv.pend, pend{act: log[i], cost: log[i+1]})
+	}
+	return rv
+}
+
+// reserves reports whether kind takes reservations.
+func reserves(kind Kind) bool { return kind == KindBucket || kind == KindFixed || kind == KindLog }
+
+// plainOf is the plain command's decision for a words kind.
+func plainOf(kind Kind, p Params, w words, now int64) (words, Result) {
+	return algorithmOf(kind).decide(p, w, now)
+}
+
+// earliest is the earliest act time T >= from (from >= now) at which a
+// call of p on the words state w (RL.BUCKET or RL.FIXED) fits; ok is
+// false when it never does (cost above the limit). repFrom is the first
+// time at which T may be reserved: now, or for a fixed window whose next
+// window is full the start of that next window (a key keeps two windows).
+func earliest(kind Kind, p Params, w words, now, from int64) (T int64, ok bool, repFrom int64) {
+	if p.Cost > p.Limit {
+		return 0, false, 0
+	}
+	if kind == KindBucket {
+		tat, overflow := bucketTAT(p, bucketOf(w), now)
+		if overflow {
+			return 0, false, 0
+		}
+		rate, period := uint64(p.Rate), uint64(p.Window)
+		actS := tat.add(mul64(uint64(p.Cost), period)).sub(mul64(uint64(p.Limit), period))
+		if !mul64(uint64(from), rate).less(actS) {
+			return from, true, now
+		}
+		return max(from, actS.quoCeil(rate).satInt64()), true, now
+	}
+	cw := now - now%p.Window
+	count, next := fixedRoll(fixedOf(w), cw, p.Window)
+	end := sat.Add(cw, p.Window)
+	if from < end && fitsUnder(count, p.Cost, p.Limit) {
+		return from, true, now
+	}
+	if end2 := sat.Add(end, p.Window); from < end2 && fitsUnder(next, p.Cost, p.Limit) {
+		return max(from, end), true, now
+	} else {
+		return max(from, end2), true, end
+	}
+}
+
+// chargeAt charges a call of p (cost > 0) acting at T >= now on the words
+// state w, exactly as the same call made at T would be, and returns the
+// new state and the reply the plain command would give after it.
+func chargeAt(kind Kind, p Params, w words, now, T int64) (words, Result) {
+	if kind == KindBucket {
+		rate, period := uint64(p.Rate), uint64(p.Window)
+		tat, _ := bucketTAT(p, bucketOf(w), now) // earliest found no overflow
+		if ts := mul64(uint64(T), rate); tat.less(ts) {
+			tat = ts
+		}
+		tat = tat.add(mul64(uint64(p.Cost), period))
+		debt := tat.sub(mul64(uint64(now), rate))
+		r := Result{Limit: p.Limit, RetryAfter: -1, exactMs: true, retryMs: -1}
+		r.Remaining = int64(min(mul64(uint64(p.Limit), period).sub(debt).divFloor(period), 1<<63-1))
+		r.ResetAfter, r.resetMs = nsAndMs(debt, rate)
+		return bucketState{tat: tat, rate: p.Rate}.words(), r
+	}
+	cw := now - now%p.Window
+	count, next := fixedRoll(fixedOf(w), cw, p.Window)
+	if T < sat.Add(cw, p.Window) {
+		count += p.Cost
+	} else {
+		next += p.Cost
+	}
+	s := fixedState{start: cw, count: count, next: next}
+	return s.words(), fixedReply(p, s, now)
+}
+
+// reserveWords decides a call of p on an RL.BUCKET or RL.FIXED key at now,
+// acting no earlier than floor (>= now), whose state is w and section rv.
+// It returns the new state and section and whether to store them. A
+// granted reservation's reply has Wait (ns until T) and Token (the
+// ticket, T).
+func reserveWords(kind Kind, p Params, w words, rv resv, now, floor int64) (words, resv, Result, bool) {
+	rv = rv.at(now)
+	if p.Cost == 0 { // a peek waits for nothing and charges nothing
+		p.Wait = 0
+	}
+	if len(rv.pend) > 0 && (rv.unit != p.Window || kind == KindBucket && bucketOf(w).rate != p.Rate) {
+		rv.pend = rv.pend[:0]
+	}
+	from, plainFrom := floor, floor
+	if rv.last > now {
+		from, plainFrom = max(from, rv.last+1), max(plainFrom, rv.last)
+	}
+	T, ok, repFrom := earliest(kind, p, w, now, from)
+	if ok && T == now {
+		if p.Cost == 0 {
+			_, r := plainOf(kind, p, w, now)
+			return w, rv, r, false
+		}
+		next, r := chargeAt(kind, p, w, now, now)
+		return next, rv, r, true
+	}
+	if ok && p.Wait > 0 && repFrom <= now && T-now <= p.Wait {
+		next, r := chargeAt(kind, p, w, now, T)
+		rv.last, rv.unit = T, p.Window
+		rv.pend = append(rv.pend, pend{act: T, cost: p.Cost})
+		r.Wait, r.Token = T-now, T
+		return next, rv, r, true
+	}
+	_, r := plainOf(kind, p, w, now)
+	r.refuse()
+	if ok {
+		if p.Wait > 0 {
+			r.setRetry(max(T-p.Wait, repFrom) - now)
+		} else {
+			T, _, _ = earliest(kind, p, w, now, plainFrom)
+			r.setRetry(T - now)
+		}
+	}
+	return w, rv, r, false
+}
+
+// refuse makes r a refusal with no known wait: a plain call refused while
+// reservations are in line admits nothing now.
+func (r *Result) refuse() {
+	if !r.Limited {
+		r.Limited, r.Remaining = true, 0
+	}
+	r.setRetry(-1)
+}
+
+// setRetry sets the wait until the call would be granted, in ns (-1:
+// never).
+func (r *Result) setRetry(ns int64) {
+	r.RetryAfter = ns
+	if r.exactMs {
+		r.retryMs = CeilMs(ns)
+	}
+}
+
+// cancelWords gives back the reservation with ticket t on an RL.BUCKET or
+// RL.FIXED key (state w, section rv already at now): the units given back
+// and the new state. A fixed window gives back its cost; a bucket what
+// later reservations did not already take (x/time/rate's CancelAt rule):
+// its cost less the costs reserved after it, never below an empty
+// bucket.
+func cancelWords(kind Kind, w words, rv resv, t, now int64) (int64, words, resv) {
+	i := 0
+	for i < len(rv.pend) && rv.pend[i].act != t {
+		i++
+	}
+	if i == len(rv.pend) {
+		return 0, w, rv
+	}
+	cost := rv.pend[i].cost
+	later := int64(0)
+	for _, p := range rv.pend[i+1:] {
+		later = sat.Add(later, p.cost)
+	}
+	rv.pend = append(rv.pend[:i], rv.pend[i+1:]...)
+	if kind == KindFixed {
+		s := fixedOf(w)
+		cw := now - now%rv.unit
+		count, next := fixedRoll(s, cw, rv.unit)
+		if t < sat.Add(cw, rv.unit) {
+			count = max(count-cost, 0)
+		} else {
+			next = max(next-cost, 0)
+		}
+		return cost, fixedState{start: cw, count: count, next: next}.words(), rv
+	}
+	s := bucketOf(w)
+	give := cost - later
+	if give <= 0 {
+		return 0, w, rv
+	}
+	nowS := mul64(uint64(now), uint64(s.rate))
+	debt := s.tat.sub(nowS)
+	give = min(give, int64(min(debt.divCeil(uint64(rv.unit)), 1<<63-1)))
+	s.tat = s.tat.sub(mul64(uint64(give), uint64(rv.unit)))
+	if s.tat.less(nowS) {
+		s.tat = nowS
+	}
+	return give, s.words(), rv
+}
+
+// wordsDeadline is when a words state with section rv (at now) is gone:
+// when the state is fresh again, but never before its last ticket acts
+// (the key must remember L until then).
+func wordsDeadline(w words, rv resv, now int64, reset int64) int64 {
+	dl := deadlineAfter(now, reset)
+	if rv.last > now {
+		dl = max(dl, rv.last+1)
+	}
+	return dl
+}
+
+// Cancel gives back the reservation with ticket t on key (RL.CANCEL): the
+// units given back, 0 for a ticket at or past its act time, given back
+// already, or unknown. ErrWrongType for a key of a kind that takes no
+// reservations.
+func (st Store) Cancel(key []byte, t int64, now int64) (int64, error) {
+	s, h := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	now = s.decisionTimeLocked(now)
+	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
+	if !ok {
+		return 0, nil
+	}
+	if !reserves(e.kind) {
+		return 0, ErrWrongType
+	}
+	if t <= now {
+		return 0, nil
+	}
+	if e.kind == KindLog {
+		given, next := logCancel(held{w: e.w, runs: runs, deadline: e.deadline}, t, now, s.logBuf[:0])
+		if given > 0 && !st.dry {
+			s.putLocked(off, end, h, key, entry{kind: KindLog, w: next.w, deadline: next.deadline}, next.runs)
+		}
+		return given, nil
+	}
+	rv := s.sectionOf(e.kind, &e, runs).at(now)
+	given, w, rv := cancelWords(e.kind, e.w, rv, t, now)
+	s.pend = rv.pend[:0]
+	if given > 0 && !st.dry {
+		st.putWordsLocked(s, off, end, h, key, e.kind, w, rv, now)
+	}
+	return given, nil
+}
+
+// putWordsLocked stores an RL.BUCKET or RL.FIXED state w with section rv
+// (at now), living until wordsDeadline.
+func (st Store) putWordsLocked(s *shard, off, end int, h uint64, key []byte, kind Kind, w words, rv resv, now int64) {
+	var reset int64
+	if kind == KindBucket {
+		reset = bucketDebtNs(bucketOf(w), now)
+	} else {
+		reset = fixedReply(Params{Window: rv.unit}, fixedOf(w), now).ResetAfter
+		rv.next, w.c = w.c, 0 // next lives in the section
+	}
+	dl := wordsDeadline(w, rv, now, reset)
+	var sec []byte
+	if rv.last > now {
+		s.secBuf = appendSection(s.secBuf[:0], uint64(dl), rv)
+		sec = s.secBuf
+	}
+	s.putLocked(off, end, h, key, entry{kind: kind, w: w, deadline: dl}, sec)
+}
+
+// bucketDebtNs is how long until a bucket is full again, in ns (its
+// reset_after).
+func bucketDebtNs(s bucketState, now int64) int64 {
+	if s.rate == 0 {
+		return 0
+	}
+	ns, _ := nsAndMs(s.tat.sub(mul64(uint64(now), uint64(s.rate))), uint64(s.rate))
+	return ns
+}
+
+// sectionOf decodes a words record's section (sec, nil if none) into the
+// shard's scratch, with a fixed window's next count put back in its state.
+func (s *shard) sectionOf(kind Kind, e *entry, sec []byte) resv {
+	rv := decodeSection(sec, uint64(e.deadline), s.pend[:0])
+	if kind == KindFixed {
+		e.w.c = rv.next
+	}
+	return rv
+}
+
+// reserveLocked is Store.Limit for an RL.BUCKET or RL.FIXED call that may
+// wait, or on a key with a section: the record at off (found) holds e and
+// the section sec.
+func (st Store) reserveLocked(s *shard, off, end int, h uint64, key []byte, kind Kind, p Params, e entry, found bool, sec []byte, now int64) (Result, error) {
+	rv := s.sectionOf(kind, &e, sec)
+	w, rv, r, write := reserveWords(kind, p, e.w, rv, now, now)
+	s.pend = rv.pend[:0]
+	if write && !found {
+		var err error
+		if write, err = st.newKeyLocked(s, false, now); err != nil {
+			return Result{}, err
+		}
+	}
+	if write && !st.dry {
+		st.putWordsLocked(s, off, end, h, key, kind, w, rv, now)
+	}
+	if found && !write && e.deadline < maxDeadline {
+		r.clampTo(e.deadline - now)
+	}
+	return r, nil
+}
+
+// logRuns decodes an RL.LOG's runs (deadline dl) oldest first into dst.
+func logRuns(runs []byte, dl uint64, dst []pend) []pend {
+	dst = dst[:0]
+	prev := dl
+	for i := 0; i < len(runs); {
+		t, n, next := logRunAt(runs, i, prev)
+		dst = append(dst, pend{act: int64(t), cost: int64(n)})
+		prev, i = t, next
+	}
+	for a, b := 0, len(dst)-1; a < b; a, b = a+1, b-1 {
+		dst[a], dst[b] = dst[b], dst[a]
+	}
+	return dst
+}
+
+// appendPendRuns encodes rs (oldest first) as runs newest first, the
+// first relative to prev.
+func appendPendRuns(dst []byte, prev uint64, rs []pend) []byte {
+	for k := len(rs) - 1; k >= 0; k-- {
+		t := uint64(rs[k].act)
+		dst = binary.AppendUvarint(dst, uint64(rs[k].cost))
+		dst = binary.AppendUvarint(dst, zz(int64(prev-t)))
+		prev = t
+	}
+	return dst
+}
+
+// logEarliest is the earliest time T >= from at which a call of p fits a
+// log holding rs (oldest first, total units), every run at or before
+// from: once enough of the oldest units have left the window. ok is false
+// when it never fits (cost above the limit).
+func logEarliest(p Params, rs []pend, total, from int64) (T int64, ok bool) {
+	if p.Cost > p.Limit {
+		return 0, false
+	}
+	T = from
+	if need := total - (p.Limit - p.Cost); need > 0 {
+		acc := int64(0)
+		for _, r := range rs {
+			if acc = sat.Add(acc, r.cost); acc >= need {
+				return max(T, sat.Add(r.act, p.Window)), true
+			}
+		}
+	}
+	return T, true
+}
+
+// logReply is the plain command's reply on a log holding rs (total units)
+// with last ticket last: nothing left now while reservations are in line.
+func logReply(p Params, rs []pend, total, last, now int64) Result {
+	r := Result{Limit: p.Limit, RetryAfter: -1}
+	if last <= now {
+		r.Remaining = max(p.Limit-total, 0)
+	}
+	if len(rs) > 0 {
+		r.ResetAfter = sat.Add(rs[len(rs)-1].act, p.Window) - now
+	}
+	return r
+}
+
+// logHeld is the state of a log holding rs (oldest first, total units),
+// last ticket last, with window w: it lives until its newest unit leaves
+// the window, and never before its last ticket acts.
+func logHeld(rs []pend, total, last, window, now int64, dst []byte) held {
+	dl := int64(0)
+	if len(rs) > 0 {
+		dl = min(sat.Add(rs[len(rs)-1].act, window), maxDeadline)
+	}
+	w := words{a: total}
+	if last > now {
+		dl, w.c = max(dl, last+1), last
+	}
+	if len(rs) > 0 {
+		w.b = rs[0].act
+	}
+	return held{w: w, runs: appendPendRuns(dst, uint64(dl), rs), deadline: dl}
+}
+
+// logReserve is logDecide for a call that may wait, or on a log with
+// reservations in line (its last ticket in the future): a reservation is
+// a run of the log at its act time, after every run before it.
+func logReserve(p Params, cur held, now int64, dst []byte) (held, Result, bool) {
+	rs := logRuns(cur.runs, uint64(cur.deadline), nil)
+	k := 0
+	for k < len(rs) && rs[k].act <= now-p.Window {
+		k++
+	}
+	rs = rs[k:]
+	total := int64(0)
+	for _, r := range rs {
+		total = sat.Add(total, r.cost)
+	}
+	last := cur.w.c
+	if last <= now {
+		last = 0
+	}
+	if p.Cost == 0 { // a peek waits for nothing and charges nothing
+		p.Wait = 0
+		if last <= now {
+			return cur, logReply(p, rs, total, last, now), false
+		}
+	}
+	from, plainFrom := now, now
+	if last > now {
+		from, plainFrom = last+1, last
+	}
+	T, ok := logEarliest(p, rs, total, from)
+	if ok && (T == now || p.Wait > 0 && T-now <= p.Wait) {
+		if n := len(rs); T == now && n > 0 && rs[n-1].act == now {
+			rs[n-1].cost = sat.Add(rs[n-1].cost, p.Cost) // same ns as the newest run: merge
+		} else {
+			rs = append(rs, pend{act: T, cost: p.Cost})
+		}
+		total = sat.Add(total, p.Cost)
+		if T > now {
+			last = T
+		}
+		r := logReply(p, rs, total, last, now)
+		r.Wait, r.Token = T-now, 0
+		if T > now {
+			r.Token = T
+		}
+		return logHeld(rs, total, last, p.Window, now, dst), r, true
+	}
+	r := logReply(p, rs, total, last, now)
+	r.refuse()
+	if ok {
+		if p.Wait > 0 {
+			r.setRetry(T - p.Wait - now)
+		} else {
+			T, _ = logEarliest(p, rs, total, plainFrom)
+			r.setRetry(T - now)
+		}
+	}
+	return cur, r, false
+}
+
+// logCancel gives back the reservation with ticket t (> now) of an RL.LOG
+// key: its run leaves the log whole (a log's later runs took none of its
+// units). It returns the units given back and the new state.
+func logCancel(cur held, t, now int64, dst []byte) (int64, held) {
+	rs := logRuns(cur.runs, uint64(cur.deadline), nil)
+	i := 0
+	for i < len(rs) && rs[i].act != t {
+		i++
+	}
+	if i == len(rs) {
+		return 0, cur
+	}
+	given := rs[i].cost
+	rs = append(rs[:i], rs[i+1:]...)
+	total := int64(0)
+	for _, r := range rs {
+		total = sat.Add(total, r.cost)
+	}
+	// The key keeps its deadline and the runs that left the window: no
+	// window length is known here. The next decision cuts them.
+	w := words{a: total, c: cur.w.c}
+	if len(rs) > 0 {
+		w.b = rs[0].act
+	}
+	return given, held{w: w, runs: appendPendRuns(dst, uint64(cur.deadline), rs), deadline: cur.deadline}
+}
