@@ -7,7 +7,7 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// RL.ALL key ALG args... [COST n] [AND key ALG args... [COST n]]...
+// RL.ALL key ALG args... [COST n] [RESERVE maxwait] [AND key ALG args... [COST n] [RESERVE maxwait]]...
 //
 // Several limits in one all-or-nothing decision (docs/algorithms.md,
 // "Several limits at once"). A group is a key, an algorithm and its
@@ -25,6 +25,10 @@ import (
 // The reply is [limited, limit, remaining, retry_after_ms, reset_after_ms,
 // index, per_limit]: the first five where a single limiter puts them. A
 // LEASE group's entry has a sixth element, its token (nil when refused).
+// BUCKET, LOG and FIXED groups take RESERVE maxwait (docs/reservations.md):
+// the call then waits for all of its limits at once, as long as the
+// longest needs and no group's maxwait is passed, and its reply has two
+// more elements, wait_ms and ticket (every limit's reservation has it).
 
 // allScratch is a session's RL.ALL state, reused from call to call.
 type allScratch struct {
@@ -65,39 +69,53 @@ func allParams(alg []byte) (engine.Kind, int, bool) {
 }
 
 // allGroup reads the group whose key is args[key]: its kind, its
-// parameters, its COST argument (nil if none), and end, the index just
-// past it (an AND, or the end of args). It allocates nothing.
-func allGroup(args [][]byte, key int) (kind engine.Kind, params [][]byte, cost []byte, end int, err error) {
+// parameters, its options (COST and RESERVE, each at most once, in either
+// order), and end, the index just past it (an AND, or the end of args).
+// It allocates nothing.
+func allGroup(args [][]byte, key int) (kind engine.Kind, params [][]byte, opt allOptions, end int, err error) {
 	if key+1 >= len(args) {
-		return 0, nil, nil, 0, ErrSyntax
+		return 0, nil, opt, 0, ErrSyntax
 	}
 	kind, np, ok := allParams(args[key+1])
 	if !ok {
-		return 0, nil, nil, 0, ErrAllAlgorithm(args[key+1])
+		return 0, nil, opt, 0, ErrAllAlgorithm(args[key+1])
 	}
 	end = key + 2 + np
 	if end > len(args) {
-		return 0, nil, nil, 0, ErrSyntax
+		return 0, nil, opt, 0, ErrSyntax
 	}
 	params = args[key+2 : end]
-	if end < len(args) && strings.EqualFold(string(args[end]), "COST") {
-		if end+1 >= len(args) {
-			return 0, nil, nil, 0, ErrSyntax
+	for end < len(args) {
+		var slot *[]byte
+		switch {
+		case strings.EqualFold(string(args[end]), "COST") && opt.cost == nil:
+			slot = &opt.cost
+		case strings.EqualFold(string(args[end]), "RESERVE") && opt.wait == nil:
+			slot = &opt.wait
+		default:
+			return kind, params, opt, end, nil
 		}
-		cost, end = args[end+1], end+2
+		if end+1 >= len(args) {
+			return 0, nil, opt, 0, ErrSyntax
+		}
+		*slot, end = args[end+1], end+2
 	}
-	return kind, params, cost, end, nil
+	return kind, params, opt, end, nil
 }
+
+// allOptions are a group's options as given (nil when absent): COST's
+// argument and RESERVE's.
+type allOptions struct{ cost, wait []byte }
 
 // allGroups walks the groups of an RL.ALL call: fn gets each group's
 // number (from 1), the index of its key, its kind, its parameters and its
-// COST argument (nil if none). It stops at the first malformed group,
+// options. It stops at the first malformed group,
 // returning its number and the error.
-func allGroups(args [][]byte, fn func(g, key int, kind engine.Kind, params [][]byte, cost []byte) error) (int, error) {
+func allGroups(args [][]byte, fn func(g, key int, kind engine.Kind, params [][]byte, opt allOptions) error) (int, error) {
 	return allWalk(args, func(g, key int) (int, error) {
-		kind, params, cost, end, err := allGroup(args, key)
+		kind, params, opt, end, err := allGroup(args, key)
 		if err == nil {
-			err = fn(g, key, kind, params, cost)
+			err = fn(g, key, kind, params, opt)
 		}
 		return end, err
 	})
@@ -128,9 +146,10 @@ func allWalk(args [][]byte, group func(g, key int) (end int, err error)) (int, e
 // other keys, so most groups match their memo byte for byte, which costs
 // less than reading their numbers and periods again.
 type allMemo struct {
-	args  [][]byte // slices of buf
-	buf   []byte
-	limit engine.Limit // Key unset
+	args    [][]byte // slices of buf
+	buf     []byte
+	limit   engine.Limit // Key unset
+	reserve bool         // the group has RESERVE
 }
 
 // match returns the index just past the group whose key is args[key] if
@@ -158,7 +177,7 @@ const allMemoBytes = 128
 
 // set makes the memo group's arguments spec and limit l; if spec is longer
 // than allMemoBytes, it empties the memo instead.
-func (m *allMemo) set(spec [][]byte, l engine.Limit) {
+func (m *allMemo) set(spec [][]byte, l engine.Limit, reserve bool) {
 	m.buf, m.args = m.buf[:0], m.args[:0]
 	size := 0
 	for _, a := range spec {
@@ -176,7 +195,7 @@ func (m *allMemo) set(spec [][]byte, l engine.Limit) {
 		at += len(a)
 	}
 	l.Key = nil
-	m.limit = l
+	m.limit, m.reserve = l, reserve
 }
 
 // allNextKey is RL.ALL's key iterator (Command.NextKey): the index of
@@ -200,16 +219,30 @@ func allNextKey(args [][]byte, after int) int {
 // has COST 0 (a replica serves such a call from its replicated state).
 func allPeek(args [][]byte) bool {
 	peek := true
-	_, err := allGroups(args, func(_, _ int, _ engine.Kind, _ [][]byte, cost []byte) error {
-		v, ok := parseInt64(cost)
-		peek = peek && cost != nil && ok && v == 0
+	_, err := allGroups(args, func(_, _ int, _ engine.Kind, _ [][]byte, opt allOptions) error {
+		v, ok := parseInt64(opt.cost)
+		peek = peek && opt.cost != nil && ok && v == 0
 		return nil
 	})
 	return err == nil && peek
 }
 
-// parseAllLimit parses one group's parameters and cost into a limit.
-func parseAllLimit(key []byte, kind engine.Kind, params [][]byte, cost []byte) (engine.Limit, error) {
+// parseAllLimit parses one group's parameters and options into a limit;
+// reserve reports a RESERVE option.
+func parseAllLimit(key []byte, kind engine.Kind, params [][]byte, opt allOptions) (l engine.Limit, reserve bool, err error) {
+	l, err = parseAllParams(key, kind, params, opt.cost)
+	if err != nil || opt.wait == nil {
+		return l, false, err
+	}
+	if kind != engine.KindBucket && kind != engine.KindLog && kind != engine.KindFixed {
+		return l, false, ErrReserveKind
+	}
+	l.Params.Wait, err = parseMaxWait(opt.wait)
+	return l, true, err
+}
+
+// parseAllParams parses one group's parameters and cost into a limit.
+func parseAllParams(key []byte, kind engine.Kind, params [][]byte, cost []byte) (engine.Limit, error) {
 	l := engine.Limit{Key: key, Kind: kind, Params: engine.Params{Cost: 1}}
 	var ints [2]int64
 	for i := range len(params) - 1 {
@@ -260,24 +293,26 @@ func cmdAll(x *Ctx) {
 	b := &a.batch
 	b.Reset()
 	a.keyArgs = a.keyArgs[:0]
+	reserve := false
 	if g, err := allWalk(x.Args, func(g, key int) (int, error) {
 		if len(a.memo) < g {
 			a.memo = append(a.memo, allMemo{})
 		}
 		m := &a.memo[g-1]
 		end, ok := m.match(x.Args, key)
-		l := m.limit
+		l, rsv := m.limit, m.reserve
 		if !ok {
-			kind, params, cost, e, err := allGroup(x.Args, key)
+			kind, params, opt, e, err := allGroup(x.Args, key)
 			if err == nil {
-				l, err = parseAllLimit(x.Args[key], kind, params, cost)
+				l, rsv, err = parseAllLimit(x.Args[key], kind, params, opt)
 			}
 			if err != nil {
 				return 0, err
 			}
 			end = e
-			m.set(x.Args[key+1:end], l) // a group too big for a memo clears it
+			m.set(x.Args[key+1:end], l, rsv) // a group too big for a memo clears it
 		}
+		reserve = reserve || rsv
 		l.Key = x.Args[key]
 		b.Add(l)
 		a.keyArgs = append(a.keyArgs, key)
@@ -305,7 +340,11 @@ func cmdAll(x *Ctx) {
 	x.decideAll(a.decisions)
 
 	w := x.W
-	w.Array(7)
+	if reserve {
+		w.Array(9)
+	} else {
+		w.Array(7)
+	}
 	if limited {
 		w.Int(1)
 	} else {
@@ -324,5 +363,18 @@ func cmdAll(x *Ctx) {
 		}
 		ri, si := r.Millis()
 		writeLimitReply(w, r.Limited, r.Limit, r.Remaining, ri, si)
+	}
+	if reserve {
+		switch {
+		case limited:
+			w.Int(-1)
+		default:
+			w.Int(engine.CeilMs(b.Wait))
+		}
+		if b.Ticket == 0 {
+			w.Null()
+		} else {
+			w.Int(b.Ticket)
+		}
 	}
 }

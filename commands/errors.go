@@ -194,6 +194,9 @@ func ErrPeriod(arg []byte) Error {
 // Reservations (docs/reservations.md).
 const ErrSlideReserve Error = "ERR RL.SLIDE takes no RESERVE: its weighted estimate has no future slot to reserve (use RL.LOG, RL.BUCKET or RL.FIXED)"
 
+// ErrReserveKind: RESERVE on an RL.ALL group that cannot wait.
+const ErrReserveKind Error = "ERR RESERVE takes a BUCKET, LOG or FIXED group: the other algorithms have no future slot to reserve"
+
 // ErrMaxWait: a RESERVE maxwait that is neither 0 nor an RL.* duration.
 func ErrMaxWait(arg []byte) Error {
 	return Error(fmt.Sprintf("ERR invalid maxwait '%s': use 0 or an integer with ms, s, m, h or d, up to 3650d", arg))

@@ -40,7 +40,8 @@ type limitState struct {
 	found    bool
 	off, end int    // where the record found is (valid until a record of the shard is stored)
 	cur      entry  // the state found (zero if none)
-	curRuns  []byte // its runs (RL.LOG), borrowed from the shard
+	curRuns  []byte // its runs (RL.LOG) or section, borrowed from the shard
+	rv       resv   // an RL.BUCKET's or RL.FIXED's section, decoded (reserve.go)
 	next     entry  // the state to store, if write
 	runs     []byte
 	write    bool
@@ -59,7 +60,12 @@ type Batch struct {
 	states  []limitState
 	shards  []int    // the indexes of the limits' shards, ascending
 	runs    [][]byte // per limit: room for a new RL.LOG state's runs
+	pends   [][]pend // per limit: room for a section's reservations
 	peeks   []byte   // room for a peek's runs (discarded)
+	// Wait and Ticket are, after Decide, the wait in ns of a call that
+	// waits (reserve.go) and its ticket, the act time of every limit's
+	// reservation; both 0 when the call acts now or is refused.
+	Wait, Ticket int64
 }
 
 // Reset empties b for a new call.
@@ -87,7 +93,9 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 	b.Results = slices.Grow(b.Results[:0], n)[:n]
 	for len(b.runs) < n {
 		b.runs = append(b.runs, nil)
+		b.pends = append(b.pends, nil)
 	}
+	b.Wait, b.Ticket = 0, 0
 
 	// Phase 1.
 	b.shards = b.shards[:0]
@@ -138,6 +146,28 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 		if ls.found && ls.cur.kind != l.Kind {
 			return false, i, ErrWrongType
 		}
+		ls.rv = resv{}
+		if ls.curRuns != nil && !algorithmOf(l.Kind).hasRuns {
+			ls.rv = decodeSection(ls.curRuns, uint64(ls.cur.deadline), b.pends[i][:0])
+			b.pends[i] = ls.rv.pend[:0]
+			if l.Kind == KindFixed {
+				ls.cur.w.c = ls.rv.next
+			}
+			ls.rv = ls.rv.at(now)
+		}
+	}
+	if b.waits() {
+		// One act time for all: the earliest at which every limit fits,
+		// after every limit's line. At now, an ordinary call.
+		if T, ok := b.commonAct(now); ok && T > now {
+			limited = b.decideAt(now, T)
+			if limited {
+				return true, 0, nil
+			}
+			return b.store(st, now)
+		}
+	}
+	for i := range b.Limits {
 		r, err := b.decideOne(i, now)
 		if err != nil {
 			return false, i, err
@@ -153,6 +183,12 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 		}
 		return true, 0, nil
 	}
+	return b.store(st, now)
+}
+
+// store stores the new states of an admitted call's limits (phase 3),
+// once maxmemory lets every new key in.
+func (b *Batch) store(st Store, now int64) (bool, int, error) {
 	for i := range b.Limits {
 		ls := &b.states[i]
 		if ls.write && !ls.found {
@@ -245,6 +281,14 @@ func (b *Batch) decideOne(i int, now int64) (Result, error) {
 				b.runs[i] = next.runs[:0]
 			}
 		}
+	} else if ls.curRuns != nil { // a section: reservations in line, or were
+		var w words
+		var rv resv
+		w, rv, r, ls.write = reserveWords(l.Kind, l.Params, ls.cur.w, ls.rv, now, now)
+		if ls.write {
+			ls.next, ls.runs = encodeWords(l.Kind, w, rv, now, r.ResetAfter, b.runs[i][:0])
+			b.runs[i] = ls.runs[:0]
+		}
 	} else {
 		next, res := a.decide(l.Params, ls.cur.w, now) // cur is zero for a fresh key
 		r = res
@@ -280,6 +324,8 @@ func (b *Batch) peekOne(i int, now int64) Result {
 		if cap(pn.runs) <= 64<<10 {
 			b.peeks = pn.runs[:0]
 		}
+	} else if ls.curRuns != nil {
+		_, _, r, _ = reserveWords(l.Kind, p, ls.cur.w, ls.rv, now, now)
 	} else {
 		_, r = a.decide(p, ls.cur.w, now)
 	}

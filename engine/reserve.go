@@ -322,17 +322,6 @@ func cancelWords(kind Kind, w words, rv resv, t, now int64) (int64, words, resv)
 	return give, s.words(), rv
 }
 
-// wordsDeadline is when a words state with section rv (at now) is gone:
-// when the state is fresh again, but never before its last ticket acts
-// (the key must remember L until then).
-func wordsDeadline(w words, rv resv, now int64, reset int64) int64 {
-	dl := deadlineAfter(now, reset)
-	if rv.last > now {
-		dl = max(dl, rv.last+1)
-	}
-	return dl
-}
-
 // Cancel gives back the reservation with ticket t on key (RL.CANCEL): the
 // units given back, 0 for a ticket at or past its act time, given back
 // already, or unknown. ErrWrongType for a key of a kind that takes no
@@ -363,28 +352,40 @@ func (st Store) Cancel(key []byte, t int64, now int64) (int64, error) {
 	given, w, rv := cancelWords(e.kind, e.w, rv, t, now)
 	s.pend = rv.pend[:0]
 	if given > 0 && !st.dry {
-		st.putWordsLocked(s, off, end, h, key, e.kind, w, rv, now)
+		var reset int64
+		if e.kind == KindBucket {
+			reset = bucketDebtNs(bucketOf(w), now)
+		} else {
+			reset = fixedReply(Params{Window: rv.unit}, fixedOf(w), now).ResetAfter
+		}
+		st.putWordsLocked(s, off, end, h, key, e.kind, w, rv, now, reset)
 	}
 	return given, nil
 }
 
 // putWordsLocked stores an RL.BUCKET or RL.FIXED state w with section rv
-// (at now), living until wordsDeadline.
-func (st Store) putWordsLocked(s *shard, off, end int, h uint64, key []byte, kind Kind, w words, rv resv, now int64) {
-	var reset int64
-	if kind == KindBucket {
-		reset = bucketDebtNs(bucketOf(w), now)
-	} else {
-		reset = fixedReply(Params{Window: rv.unit}, fixedOf(w), now).ResetAfter
-		rv.next, w.c = w.c, 0 // next lives in the section
+// (at now), fresh again after reset ns (encodeWords).
+func (st Store) putWordsLocked(s *shard, off, end int, h uint64, key []byte, kind Kind, w words, rv resv, now, reset int64) {
+	e, sec := encodeWords(kind, w, rv, now, reset, s.secBuf[:0])
+	s.secBuf = sec[:0]
+	s.putLocked(off, end, h, key, e, sec)
+}
+
+// encodeWords is the entry and section (appended to dst; nil when none)
+// that store an RL.BUCKET or RL.FIXED state w with section rv at now.
+// The key lives until the state is fresh again, reset ns from now, and
+// never less than until its last ticket acts (it must remember L). A
+// fixed window's next count goes to the section.
+func encodeWords(kind Kind, w words, rv resv, now, reset int64, dst []byte) (entry, []byte) {
+	if kind == KindFixed {
+		rv.next, w.c = w.c, 0
 	}
-	dl := wordsDeadline(w, rv, now, reset)
-	var sec []byte
-	if rv.last > now {
-		s.secBuf = appendSection(s.secBuf[:0], uint64(dl), rv)
-		sec = s.secBuf
+	e := entry{kind: kind, w: w, deadline: deadlineAfter(now, reset)}
+	if rv.last <= now {
+		return e, nil
 	}
-	s.putLocked(off, end, h, key, entry{kind: kind, w: w, deadline: dl}, sec)
+	e.deadline = max(e.deadline, rv.last+1)
+	return e, appendSection(dst, uint64(e.deadline), rv)
 }
 
 // bucketDebtNs is how long until a bucket is full again, in ns (its
@@ -421,7 +422,7 @@ func (st Store) reserveLocked(s *shard, off, end int, h uint64, key []byte, kind
 		}
 	}
 	if write && !st.dry {
-		st.putWordsLocked(s, off, end, h, key, kind, w, rv, now)
+		st.putWordsLocked(s, off, end, h, key, kind, w, rv, now, r.ResetAfter)
 	}
 	if found && !write && e.deadline < maxDeadline {
 		r.clampTo(e.deadline - now)
@@ -591,4 +592,158 @@ func logCancel(cur held, t, now int64, dst []byte) (int64, held) {
 		w.b = rs[0].act
 	}
 	return given, held{w: w, runs: appendPendRuns(dst, uint64(cur.deadline), rs), deadline: cur.deadline}
+}
+
+// waits reports whether some limit of b may wait (RL.ALL with RESERVE).
+func (b *Batch) waits() bool {
+	for i := range b.Limits {
+		if b.Limits[i].Params.Wait > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// logFound is limit i's RL.LOG state found, at now: its runs oldest first
+// (the expired cut off), their units, and its last ticket if in the
+// future (else 0).
+func (b *Batch) logFound(i int, now int64) (rs []pend, total, last int64) {
+	ls, p := &b.states[i], b.Limits[i].Params
+	rs = logRuns(ls.curRuns, uint64(ls.cur.deadline), b.pends[i][:0])
+	b.pends[i] = rs[:0]
+	k := 0
+	for k < len(rs) && rs[k].act <= now-p.Window {
+		k++
+	}
+	rs = rs[k:]
+	for _, r := range rs {
+		total = sat.Add(total, r.cost)
+	}
+	if last = ls.cur.w.c; last <= now || !ls.found {
+		last = 0
+	}
+	return rs, total, last
+}
+
+// earliestOf is the earliest time >= from (>= now) at which limit i could
+// act, after its line; ok is false when it never can. repFrom is as
+// earliest's. A limit of a kind that cannot wait (RL.SLIDE, GCRA, a
+// lease) answers from if it admits now, else when it would.
+func (b *Batch) earliestOf(i int, now, from int64) (T int64, ok bool, repFrom int64) {
+	l, ls := &b.Limits[i], &b.states[i]
+	switch l.Kind {
+	case KindBucket, KindFixed:
+		if ls.rv.last > now {
+			from = max(from, ls.rv.last+1)
+		}
+		return earliest(l.Kind, l.Params, ls.cur.w, now, from)
+	case KindLog:
+		rs, total, last := b.logFound(i, now)
+		if last > now {
+			from = max(from, last+1)
+		}
+		T, ok = logEarliest(l.Params, rs, total, from)
+		return T, ok, now
+	}
+	r, err := b.decideOne(i, now)
+	switch {
+	case err != nil || r.Limited && r.RetryAfter < 0:
+		return 0, false, 0
+	case r.Limited:
+		return max(from, sat.Add(now, r.RetryAfter)), true, now
+	}
+	return from, true, now
+}
+
+// commonAct is the earliest time at which every limit of b could act
+// together: each limit's earliest from the latest of the others', until
+// it settles (a limit's earliest never decreases as from grows, and a
+// fixed window's moves at most two windows on). ok is false when some
+// limit never can.
+func (b *Batch) commonAct(now int64) (T int64, ok bool) {
+	T = now
+	for range 4 + 2*len(b.Limits) {
+		next := T
+		for i := range b.Limits {
+			t, ok, _ := b.earliestOf(i, now, T)
+			if !ok {
+				return 0, false
+			}
+			next = max(next, t)
+		}
+		if next == T {
+			return T, true
+		}
+		T = next
+	}
+	return 0, false
+}
+
+// decideAt decides a call of b whose limits could all act at T > now: if
+// every limit may wait until T, each is charged at T (its reservation,
+// ticket T) and b.Wait and b.Ticket are set; else the limits that may not
+// wait that long refuse it (when the call would be granted for them: once
+// T is within their wait) and the others answer their peek. It reports
+// whether the call was refused.
+func (b *Batch) decideAt(now, T int64) (limited bool) {
+	for i := range b.Limits {
+		l := &b.Limits[i]
+		if T-now <= l.Params.Wait {
+			continue
+		}
+		r := b.peekOne(i, now)
+		_, _, rep := b.earliestOf(i, now, T)
+		r.Limited, r.Remaining = true, 0
+		r.setRetry(max(T-l.Params.Wait, rep) - now)
+		b.Results[i], limited = r, true
+	}
+	if limited {
+		for i := range b.Limits {
+			if T-now <= b.Limits[i].Params.Wait {
+				b.Results[i] = b.peekOne(i, now)
+			}
+		}
+		return true
+	}
+	for i := range b.Limits {
+		b.Results[i] = b.chargeOne(i, now, T)
+	}
+	b.Wait, b.Ticket = T-now, T
+	return false
+}
+
+// chargeOne charges limit i (RL.BUCKET, RL.FIXED or RL.LOG) at T > now, a
+// reservation with ticket T after its line, filling its state's next,
+// runs and write, and returns its reply. A guard (cost 0) is checked,
+// never charged: its peek.
+func (b *Batch) chargeOne(i int, now, T int64) Result {
+	l, ls := &b.Limits[i], &b.states[i]
+	p := l.Params
+	if p.Cost == 0 {
+		return b.peekOne(i, now)
+	}
+	var r Result
+	if l.Kind == KindLog {
+		rs, total, _ := b.logFound(i, now)
+		rs = append(rs, pend{act: T, cost: p.Cost})
+		total = sat.Add(total, p.Cost)
+		r = logReply(p, rs, total, T, now)
+		h := logHeld(rs, total, T, p.Window, now, b.runs[i][:0])
+		ls.next, ls.runs = entry{kind: KindLog, w: h.w, deadline: h.deadline}, h.runs
+		b.runs[i] = h.runs[:0]
+	} else {
+		var w words
+		w, r = chargeAt(l.Kind, p, ls.cur.w, now, T)
+		rv := ls.rv
+		if len(rv.pend) > 0 && (rv.unit != p.Window || l.Kind == KindBucket && bucketOf(ls.cur.w).rate != p.Rate) {
+			rv.pend = rv.pend[:0]
+		}
+		rv.last, rv.unit = T, p.Window
+		rv.pend = append(rv.pend, pend{act: T, cost: p.Cost})
+		ls.next, ls.runs = encodeWords(l.Kind, w, rv, now, r.ResetAfter, b.runs[i][:0])
+		b.runs[i] = ls.runs[:0]
+	}
+	ls.write = true
+	r.Wait, r.Token = T-now, T
+	return r
 }
