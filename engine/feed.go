@@ -108,12 +108,7 @@ func (f *Feed) NextEach(fn func(key []byte, r *Record)) (flushed bool) {
 		fn([]byte(k), &r)
 	}
 	written := func(p parsed) {
-		e := p.e
-		r = Record{Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c, Log: r.Log[:0]}
-		if a := algorithmOf(e.kind); a.hasRuns {
-			r.Log = a.toLog(r.Log, uint64(e.deadline), e.w, p.runs)
-			r.B = 0 // derived from the log, as in recordOf
-		}
+		fillRecord(&r, p)
 		fn(p.key, &r)
 	}
 	for _, s := range f.e.shards {

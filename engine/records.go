@@ -19,15 +19,23 @@ type Record struct {
 
 // recordOf turns a parsed record into the Record persistence carries.
 func recordOf(p parsed) Record {
+	var r Record
+	fillRecord(&r, p)
+	r.Key = string(p.key)
+	return r
+}
+
+// fillRecord makes r the Record of a parsed record, but for its key,
+// reusing r.Log.
+func fillRecord(r *Record, p parsed) {
 	e := p.e
-	r := Record{Key: string(p.key), Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c}
+	*r = Record{Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c, Log: r.Log[:0]}
 	if a := algorithmOf(e.kind); a.hasRuns {
-		r.Log = a.toLog(nil, uint64(e.deadline), e.w, p.runs)
+		r.Log = a.toLog(r.Log, uint64(e.deadline), e.w, p.runs)
 		r.B = 0 // derived from the log (RL.LOG's oldest time; a lease key has none)
 	} else if p.runs != nil { // a section (reserve.go)
-		r.Log = sectionLog(nil, decodeSection(p.runs, uint64(e.deadline), nil))
+		r.Log = sectionLog(r.Log, decodeSection(p.runs, uint64(e.deadline), nil))
 	}
-	return r
 }
 
 // Dump passes fn the record of every live key (a full snapshot or a full

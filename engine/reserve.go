@@ -216,8 +216,17 @@ func chargeAt(kind Kind, p Params, w words, now, T int64) (words, Result) {
 // acting no earlier than floor (>= now), whose state is w and section rv.
 // It returns the new state and section and whether to store them. A
 // granted reservation's reply has Wait (ns until T) and Token (the
-// ticket, T).
+// ticket, T). Every reply says nothing remains while a line waits.
 func reserveWords(kind Kind, p Params, w words, rv resv, now, floor int64) (words, resv, Result, bool) {
+	w, rv, r, write := decideWords(kind, p, w, rv, now, floor)
+	if rv.last > now {
+		r.Remaining = 0
+	}
+	return w, rv, r, write
+}
+
+// decideWords is reserveWords but for the remaining of a reply.
+func decideWords(kind Kind, p Params, w words, rv resv, now, floor int64) (words, resv, Result, bool) {
 	rv = rv.at(now)
 	if p.Cost == 0 { // a peek waits for nothing and charges nothing
 		p.Wait = 0
@@ -246,6 +255,11 @@ func reserveWords(kind Kind, p Params, w words, rv resv, now, floor int64) (word
 		return next, rv, r, true
 	}
 	_, r := plainOf(kind, p, w, now)
+	if !r.Limited { // the plain call would act now but for the line: the state as it is
+		q := p
+		q.Cost = 0
+		_, r = plainOf(kind, q, w, now)
+	}
 	r.refuse()
 	if ok {
 		if p.Wait > 0 {
@@ -554,8 +568,9 @@ func logReserve(p Params, cur held, now int64, dst []byte) (held, Result, bool) 
 		}
 		return logHeld(rs, total, last, p.Window, now, dst), r, true
 	}
-	r := logReply(p, rs, total, last, now)
-	r.refuse()
+	r := logReply(p, rs, total, last, now) // nothing remains while a line waits
+	r.Limited = true
+	r.setRetry(-1)
 	if ok {
 		if p.Wait > 0 {
 			r.setRetry(T - p.Wait - now)
@@ -744,6 +759,7 @@ func (b *Batch) chargeOne(i int, now, T int64) Result {
 		b.runs[i] = ls.runs[:0]
 	}
 	ls.write = true
+	r.Remaining = 0 // a line waits
 	r.Wait, r.Token = T-now, T
 	return r
 }
