@@ -79,6 +79,11 @@ type Result struct {
 	// (0 if none): release or renew with it, and hand it to a resource
 	// that refuses a holder whose token is below one it has seen.
 	Token int64
+	// Wait is how long a reservation granted (Reserve) waits before it
+	// may act, rounded up to a ms (0: now); Ticket gives it back before
+	// then (Cancel), 0 when it acts now.
+	Wait   time.Duration
+	Ticket int64
 }
 
 // ErrPolicy: a policy rlserver cannot take.
@@ -89,7 +94,8 @@ var ErrReply = errors.New("client: unexpected reply")
 
 // Limiter asks rlserver for decisions. Safe for concurrent use.
 type Limiter struct {
-	rdb redis.UniversalClient
+	rdb   redis.UniversalClient
+	sleep func(context.Context, time.Duration) error // Wait's; nil: a timer
 }
 
 // New returns a Limiter on rdb.

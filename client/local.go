@@ -19,6 +19,8 @@ type Local struct {
 
 	mu    sync.Mutex
 	swept int64 // when expired keys were last swept
+
+	sleep func(context.Context, time.Duration) error // Wait's; nil: a timer
 }
 
 // NewLocal returns an empty in-process limiter on the wall clock.
