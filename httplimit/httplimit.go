@@ -44,10 +44,19 @@ type MultiAllower interface {
 // request passes only if every limit allows it, and a refused request
 // charges none of them, so a caller over its own limit does not eat a
 // tenant's or the whole API's.
+//
+// Delay, when set, queues a request past the limit instead of refusing
+// it, up to that long, as nginx's limit_req burst does
+// (docs/reservations.md maps burst and delay): rlserver reserves its
+// turn (RESERVE), the request waits for it, and one whose turn is
+// further away is refused (429). A request that goes away while it waits
+// gives its turn back. The policy must be a Bucket, Log or Fixed one,
+// and the rule has no Also.
 type Rule struct {
 	Name   string
 	Policy client.Policy
 	Also   []Scope
+	Delay  time.Duration
 }
 
 // Scope is one more limit of a Rule: its name, its policy, and what it
@@ -77,6 +86,10 @@ type Options struct {
 	// default a client.Local of its own.
 	Fallback Allower
 	Logger   *slog.Logger
+	// Sleep is how a delayed request waits for its turn: d, or until ctx
+	// ends (its error). Default a timer; tests on a manual clock replace
+	// it.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Middleware limits the routes it wraps. Safe for concurrent use.
@@ -102,19 +115,61 @@ func New(o Options) *Middleware {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Sleep == nil {
+		o.Sleep = sleepTimer
+	}
 	return &Middleware{o: o}
+}
+
+// sleepTimer sleeps d, or until ctx ends (its error).
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Limit wraps next with rule: each request spends one unit of its
 // caller's allowance under the rule's name, and of every scope of
-// rule.Also, all or nothing.
+// rule.Also, all or nothing. It panics on a rule with a Delay that cannot
+// take one (a configuration error, found at startup).
 func (m *Middleware) Limit(rule Rule, next http.Handler) http.Handler {
+	if rule.Delay > 0 {
+		switch rule.Policy.Algorithm {
+		case client.Bucket, client.Log, client.Fixed:
+		default:
+			panic(fmt.Sprintf("httplimit: rule %q: a Delay needs a Bucket, Log or Fixed policy, not %v", rule.Name, rule.Policy.Algorithm))
+		}
+		if len(rule.Also) > 0 {
+			panic(fmt.Sprintf("httplimit: rule %q: a Delay takes no Also", rule.Name))
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller := m.o.Key(r)
 		var d decision
 		var err error
 		var limits []client.Limit
-		if len(rule.Also) == 0 {
+		if rule.Delay > 0 {
+			key := scopeKey(rule.Name, caller)
+			d, err = m.decide(r.Context(), func(ctx context.Context, a Allower) (decision, error) {
+				rs, ok := a.(client.Reserver)
+				if !ok {
+					return decision{}, fmt.Errorf("%w: %T takes no reservations", client.ErrPolicy, a)
+				}
+				res, err := rs.Reserve(ctx, key, rule.Policy, 1, rule.Delay)
+				return decision{res: res, each: []client.Result{res}, by: a}, err
+			})
+			if err == nil && d.res.Allowed && d.res.Wait > 0 {
+				if err := m.o.Sleep(r.Context(), d.res.Wait); err != nil {
+					m.giveBack(r.Context(), d, key) // the caller went away
+					return
+				}
+			}
+		} else if len(rule.Also) == 0 {
 			key := scopeKey(rule.Name, caller)
 			limits = []client.Limit{{Key: key, Policy: rule.Policy, Cost: 1}}
 			d, err = m.decide(r.Context(), func(ctx context.Context, a Allower) (decision, error) {
@@ -144,6 +199,19 @@ func (m *Middleware) Limit(rule Rule, next http.Handler) http.Handler {
 		defer m.hold(r.Context(), d, limits)()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// giveBack returns a delayed request's turn, on whichever granted it.
+func (m *Middleware) giveBack(ctx context.Context, d decision, key string) {
+	rs, ok := d.by.(client.Reserver)
+	if !ok || d.res.Ticket == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.o.Timeout)
+	defer cancel()
+	if _, err := rs.Cancel(cctx, key, d.res.Ticket); err != nil {
+		m.o.Logger.Warn("a delayed request's turn could not be given back", "err", err)
+	}
 }
 
 // InFlight is a Rule that lets each caller have at most n requests in

@@ -330,3 +330,54 @@ func renewedSince(t *testing.T, before, now string) int {
 	}
 	return count(now) - count(before)
 }
+
+// TestDelay: nginx's limit_req rate=1r/s burst=4 as a Rule with a Delay
+// (a bucket of one token a second, requests queued up to 4 s): of six
+// requests at once, one is served now, four after waiting 1, 2, 3 and 4 s,
+// the sixth refused with Retry-After 1. A request that goes away while it
+// waits gives its turn back. On rlserver (manual clock) and on the
+// in-process fallback.
+func TestDelay(t *testing.T) {
+	s := testserver.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
+	t.Cleanup(func() { rdb.Close() })
+	for _, lim := range []httplimit.Allower{client.New(rdb), client.NewLocalAt(func() int64 { return rltest.StartNs })} {
+		var slept []time.Duration
+		gone := false
+		mw := httplimit.New(httplimit.Options{Limiter: lim, Timeout: time.Minute, FailClosed: true,
+			Sleep: func(ctx context.Context, d time.Duration) error {
+				slept = append(slept, d)
+				if gone {
+					return context.Canceled
+				}
+				return nil
+			}})
+		rule := httplimit.Rule{Name: "nginx", Delay: 4 * time.Second,
+			Policy: client.Policy{Algorithm: client.Bucket, Limit: 1, Rate: 1, Period: time.Second}}
+		h := mw.Limit(rule, ok)
+		for i := range 5 {
+			require.Equal(t, 200, get(t, h, "alice").Code, "request %d", i+1)
+		}
+		require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second}, slept)
+		w := get(t, h, "alice")
+		require.Equal(t, 429, w.Code)
+		require.Equal(t, "1", w.Header().Get("Retry-After"))
+
+		// Bob's fourth request goes away while it waits (3 s): its turn
+		// comes back, so his next waits 3 s, not 4.
+		slept = nil
+		for range 3 {
+			require.Equal(t, 200, get(t, h, "bob").Code)
+		}
+		gone = true
+		get(t, h, "bob")
+		gone = false
+		require.Equal(t, 200, get(t, h, "bob").Code)
+		require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3*time.Second + time.Millisecond}, slept,
+			"the turn given back; the next after the last ticket issued (3 s + 1 ns, rounded up)")
+	}
+	require.Panics(t, func() {
+		httplimit.New(httplimit.Options{}).Limit(httplimit.Rule{Name: "x", Delay: time.Second,
+			Policy: client.Policy{Algorithm: client.Slide, Limit: 1, Period: time.Second}}, ok)
+	})
+}
