@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,6 +38,16 @@ var Algorithms = []Algorithm{
 	{"RL.SLIDE", func(k string) []string { return []string{"RL.SLIDE", k, "10", "1000ms"} }},
 	{"RL.BUCKET", func(k string) []string { return []string{"RL.BUCKET", k, "10", "10", "1000ms"} }},
 	{"CL.THROTTLE", func(k string) []string { return []string{"CL.THROTTLE", k, "9", "10", "1"} }},
+}
+
+// Reservers are the limiters that take reservations, each request
+// waiting up to 1 s for its turn (RESERVE 1s; docs/reservations.md): what
+// they admit is counted at the time each unit acts, not when it was asked
+// for.
+var Reservers = []Algorithm{
+	{"RL.FIXED RESERVE 1s", func(k string) []string { return []string{"RL.FIXED", k, "10", "1000ms", "RESERVE", "1s"} }},
+	{"RL.LOG RESERVE 1s", func(k string) []string { return []string{"RL.LOG", k, "10", "1000ms", "RESERVE", "1s"} }},
+	{"RL.BUCKET RESERVE 1s", func(k string) []string { return []string{"RL.BUCKET", k, "10", "10", "1000ms", "RESERVE", "1s"} }},
 }
 
 // Stream is a sequence of request times, in ns from a window-aligned
@@ -145,7 +156,9 @@ func PollStream() Stream {
 // Outcome is what one algorithm admitted of one stream.
 type Outcome struct {
 	Requests int
-	Admitted []int64 // times of admitted requests
+	// Admitted are the times the admitted requests act, ascending: when
+	// they were made, or for a reservation its ticket's time.
+	Admitted []int64
 }
 
 // Peak is the most admissions inside any half-open interval of length
@@ -224,17 +237,24 @@ func (r *Runner) PlayArgs(args func(string) []string, s Stream) (Outcome, error)
 			if err != nil {
 				return out, err
 			}
-			if len(rep) != 5 {
+			// A limiter's five integers; a reservation's add the wait and
+			// the ticket, nil (and so absent here) when it acts now.
+			if len(rep) < 5 || len(rep) > 7 {
 				return out, fmt.Errorf("unexpected limiter reply %v", rep)
 			}
 			if rep[0] == 0 {
-				out.Admitted = append(out.Admitted, t)
+				at := t
+				if len(rep) == 7 {
+					at = rep[6] - origin
+				}
+				out.Admitted = append(out.Admitted, at)
 			}
 		}
 	}
+	slices.Sort(out.Admitted)
 	last := int64(0)
 	if n := len(s.Times); n > 0 {
-		last = s.Times[n-1]
+		last = s.Times[n-1] + 2*Window // a reservation acts up to 1 s later
 	}
 	r.base = origin + (last/Window+3)*Window // next stream starts aligned, well clear of this one
 	return out, nil

@@ -16,6 +16,11 @@ var specTable = map[string][4][2]int{
 	"RL.LOG":    {{10, 10}, {100, 10}, {100, 10}, {20, 10}},
 	"RL.SLIDE":  {{11, 11}, {100, 10}, {95, 10}, {29, 19}},
 	"RL.BUCKET": {{11, 11}, {109, 19}, {100, 10}, {29, 19}},
+	// Reservations (docs/reservations.md): more admitted, the same worst
+	// window, counted when the units act.
+	"RL.FIXED RESERVE 1s":  {{20, 20}, {110, 19}, {100, 10}, {40, 20}},
+	"RL.LOG RESERVE 1s":    {{20, 10}, {110, 10}, {100, 10}, {30, 10}},
+	"RL.BUCKET RESERVE 1s": {{20, 19}, {119, 19}, {100, 10}, {39, 19}},
 }
 
 // TestFullRunMatchesSpecAndReadme runs the tool exactly as `go run
@@ -35,12 +40,13 @@ func TestFullRunMatchesSpecAndReadme(t *testing.T) {
 			require.Equal(t, want[i], [2]int{got.Admitted, got.Peak}, "%s stream %s", alg, s)
 		}
 	}
-	for _, r := range rep.Families {
+	require.Len(t, rep.Reserve, 2*len(Reservers))
+	for _, r := range append(rep.Families, rep.Reserve...) {
 		switch {
-		case r.Algorithm == "RL.LOG":
-			require.Equal(t, Limit, r.Peak, "the log is exact on %s", r.Family)
-		case r.Algorithm == "RL.BUCKET" && strings.HasPrefix(r.Family, "sweep"):
-			require.Equal(t, 10+10-1, r.Peak, "token bucket: rate + capacity - 1")
+		case strings.HasPrefix(r.Algorithm, "RL.LOG"):
+			require.Equal(t, Limit, r.Peak, "the log is exact on %s: %s", r.Family, r.Algorithm)
+		case strings.HasPrefix(r.Algorithm, "RL.BUCKET") && strings.HasPrefix(r.Family, "sweep"):
+			require.Equal(t, 10+10-1, r.Peak, "token bucket: rate + capacity - 1: %s", r.Algorithm)
 		}
 		require.LessOrEqual(t, r.Peak, 2*Limit, "%s %s", r.Algorithm, r.Family)
 	}
