@@ -22,10 +22,13 @@ import "encoding/binary"
 //	RL.FIXED     zz(deadline - window start) | count
 //	RL.SLIDE     zz(deadline - window start) | current count | previous count
 //	RL.BUCKET    rate | zz(lo(D)) | zz(hi(D) - sign(lo(D)))  where D = deadline*rate - TAT (128-bit)
-//	RL.LOG       units held | zz(deadline - oldest run's time) | byte length of the runs | runs
+//	RL.LOG       units held | zz(deadline - oldest run's time) | ticket code | byte length of the runs | runs
 //	lease        zz(deadline - last token) | leases | byte length of the runs | runs
 //
-// RL.LOG's runs are described in log.go, a lease key's in lease.go.
+// RL.LOG's runs are described in log.go, a lease key's in lease.go. An
+// RL.BUCKET or RL.FIXED key with reservations in line has a section after
+// its body (uvarint length | section), flagged by bit 63 of the stored
+// deadline (deadlines are below 2^63); reserve.go describes it.
 // Every encoding is total (any words round-trip exactly, with wrapping
 // arithmetic), so a restored record is held as it came.
 //
