@@ -244,7 +244,7 @@ func TestCategories(t *testing.T) {
 	if names[0] != "keyspace" || names[len(names)-1] != "ratelimit" || len(names) != 22 {
 		t.Errorf("categories %v", names)
 	}
-	if got := strings.Join(catalog.InCategory(mustCategory(t, "ratelimit")), " "); got != "cl.throttle rl.acquire rl.all rl.bucket rl.fixed rl.leases rl.log rl.release rl.renew rl.slide rl.top" {
+	if got := strings.Join(catalog.InCategory(mustCategory(t, "ratelimit")), " "); got != "cl.throttle rl.acquire rl.all rl.bucket rl.cancel rl.fixed rl.leases rl.log rl.release rl.renew rl.slide rl.top" {
 		t.Errorf("ratelimit: %s", got)
 	}
 	if got := strings.Join(catalog.InCategory(mustCategory(t, "transaction")), " "); got != "discard exec multi" {

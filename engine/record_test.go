@@ -371,3 +371,25 @@ func TestScanDuringTableShrink(t *testing.T) {
 		require.True(t, seen[k], "%s not seen", k)
 	}
 }
+
+// TestCancelOnAnyRestoredSection: a restored record's section may hold
+// anything (a record is total); RL.CANCEL on it never panics and never
+// gives back more than was reserved.
+func TestCancelOnAnyRestoredSection(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 29))
+	now := int64(1_700_000_000_000_000_000)
+	for n := range 2000 {
+		e := New(1)
+		kind := []Kind{KindBucket, KindFixed}[n%2]
+		log := []int64{now + r.Int64N(1e9), r.Int64N(3) - 1, r.Int64N(5)}
+		for range r.IntN(3) {
+			log = append(log, now+r.Int64N(1e9), r.Int64N(4))
+		}
+		e.Restore(Record{Key: "k", Kind: kind, Deadline: now + 2e9, A: randWord(r), B: randWord(r), C: randWord(r), Log: log}, now)
+		for i := 3; i+1 < len(log); i += 2 {
+			got, err := e.Store().Cancel([]byte("k"), log[i], now)
+			require.NoError(t, err)
+			require.LessOrEqual(t, got, max(log[i+1], 0), "record %v", log)
+		}
+	}
+}

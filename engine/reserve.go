@@ -297,6 +297,9 @@ func (r *Result) setRetry(ns int64) {
 // its cost less the costs reserved after it, never below an empty
 // bucket.
 func cancelWords(kind Kind, w words, rv resv, t, now int64) (int64, words, resv) {
+	if rv.unit <= 0 { // only a damaged record's: no call makes one
+		return 0, w, rv
+	}
 	i := 0
 	for i < len(rv.pend) && rv.pend[i].act != t {
 		i++

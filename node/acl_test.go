@@ -217,8 +217,8 @@ func TestACLCommands(t *testing.T) {
 		{cmd("ACL USERS"), `["dash" "default"]`},
 		// CAT.
 		{cmd("ACL CAT"), `["keyspace" "read" "write" "set" "sortedset" "list" "hash" "string" "bitmap" "hyperloglog" "geo" "stream" "pubsub" "admin" "fast" "slow" "blocking" "dangerous" "connection" "transaction" "scripting" "ratelimit"]`},
-		{cmd("ACL CAT ratelimit"), `["cl.throttle" "rl.acquire" "rl.all" "rl.bucket" "rl.fixed" "rl.leases" "rl.log" "rl.release" "rl.renew" "rl.slide" "rl.top"]`},
-		{cmd("ACL CAT WRITE"), `["del" "flushall" "flushdb" "rl.acquire" "rl.all" "rl.bucket" "rl.fixed" "rl.log" "rl.release" "rl.renew" "rl.slide" "set" "unlink"]`},
+		{cmd("ACL CAT ratelimit"), `["cl.throttle" "rl.acquire" "rl.all" "rl.bucket" "rl.cancel" "rl.fixed" "rl.leases" "rl.log" "rl.release" "rl.renew" "rl.slide" "rl.top"]`},
+		{cmd("ACL CAT WRITE"), `["del" "flushall" "flushdb" "rl.acquire" "rl.all" "rl.bucket" "rl.cancel" "rl.fixed" "rl.log" "rl.release" "rl.renew" "rl.slide" "set" "unlink"]`},
 		{cmd("ACL CAT nosuch"), "-ERR Unknown category 'nosuch'"},
 		{cmd("ACL CAT a b"), "-ERR unknown subcommand or wrong number of arguments for 'CAT'. Try ACL HELP."},
 		// DRYRUN.
