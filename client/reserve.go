@@ -81,8 +81,8 @@ func (l *Local) Reserve(_ context.Context, key string, p Policy, cost int64, max
 	}
 	now := l.now()
 	l.sweep(now)
-	ep := engine.Params{Limit: p.Limit, Window: int64(p.Period), Rate: p.Rate, Cost: cost, Wait: int64(maxWait.Truncate(time.Millisecond))}
-	r, err := l.e.Store().Limit(kinds[p.Algorithm], []byte(key), ep, now)
+	ep := engine.Params{Limit: p.Limit, Window: int64(p.Period), Rate: p.Rate, Cost: cost}
+	r, err := l.e.Store().Reserve(kinds[p.Algorithm], []byte(key), ep, int64(min(maxWait, maxReserve).Truncate(time.Millisecond)), now)
 	if err != nil {
 		return Result{}, err
 	}

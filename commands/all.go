@@ -237,7 +237,7 @@ func parseAllLimit(key []byte, kind engine.Kind, params [][]byte, opt allOptions
 	if kind != engine.KindBucket && kind != engine.KindLog && kind != engine.KindFixed {
 		return l, false, ErrReserveKind
 	}
-	l.Params.Wait, err = parseMaxWait(opt.wait)
+	l.Wait, err = parseMaxWait(opt.wait)
 	return l, true, err
 }
 

@@ -15,12 +15,17 @@ import (
 // and the ticket to the reply.
 func limiter(kind engine.Kind) func(*Ctx) {
 	return func(x *Ctx) {
-		p, reserve, err := parseLimitArgs(kind, x.Args)
+		p, wait, reserve, err := parseLimitArgs(kind, x.Args)
 		if err != nil {
 			x.Error(err)
 			return
 		}
-		r, err := x.Store.Limit(kind, x.Args[1], p, x.Now)
+		var r engine.Result
+		if reserve {
+			r, err = x.Store.Reserve(kind, x.Args[1], p, wait, x.Now)
+		} else {
+			r, err = x.Store.Limit(kind, x.Args[1], p, x.Now)
+		}
 		if err != nil {
 			x.Error(err)
 			return
@@ -40,58 +45,58 @@ func limiter(kind engine.Kind) func(*Ctx) {
 }
 
 // parseLimitArgs parses an RL.* limiter's arguments; reserve reports a
-// RESERVE option (its maxwait in p.Wait, 0 for the plain command).
-func parseLimitArgs(kind engine.Kind, args [][]byte) (p engine.Params, reserve bool, err error) {
+// RESERVE option, wait its maxwait in ns (0: the plain command).
+func parseLimitArgs(kind engine.Kind, args [][]byte) (p engine.Params, wait int64, reserve bool, err error) {
 	p = engine.Params{Cost: 1}
 	var ok bool
 	if p.Limit, ok = parseInt64(args[2]); !ok {
-		return p, false, ErrNotInteger
+		return p, 0, false, ErrNotInteger
 	}
 	if p.Limit < 0 {
-		return p, false, ErrNotPositive
+		return p, 0, false, ErrNotPositive
 	}
 	rest := args[3:]
 	if kind == engine.KindBucket {
 		if p.Rate, ok = parseInt64(args[3]); !ok {
-			return p, false, ErrNotInteger
+			return p, 0, false, ErrNotInteger
 		}
 		if p.Rate <= 0 {
-			return p, false, ErrNotPositive
+			return p, 0, false, ErrNotPositive
 		}
 		rest = args[4:]
 	}
 	w, err := clock.ParsePeriod(rest[0])
 	if err != nil {
-		return p, false, ErrPeriod(rest[0])
+		return p, 0, false, ErrPeriod(rest[0])
 	}
 	p.Window = w
 	rest = rest[1:]
 	for len(rest) > 0 {
 		if len(rest) < 2 {
-			return p, false, ErrSyntax
+			return p, 0, false, ErrSyntax
 		}
 		switch {
 		case strings.EqualFold(string(rest[0]), "COST"):
 			if p.Cost, ok = parseInt64(rest[1]); !ok {
-				return p, false, ErrNotInteger
+				return p, 0, false, ErrNotInteger
 			}
 			if p.Cost < 0 {
-				return p, false, ErrNotPositive
+				return p, 0, false, ErrNotPositive
 			}
 		case strings.EqualFold(string(rest[0]), "RESERVE") && kind != engine.KindLease:
 			if kind == engine.KindSlide {
-				return p, false, ErrSlideReserve
+				return p, 0, false, ErrSlideReserve
 			}
-			if p.Wait, err = parseMaxWait(rest[1]); err != nil {
-				return p, false, err
+			if wait, err = parseMaxWait(rest[1]); err != nil {
+				return p, 0, false, err
 			}
 			reserve = true
 		default:
-			return p, false, ErrSyntax
+			return p, 0, false, ErrSyntax
 		}
 		rest = rest[2:]
 	}
-	return p, reserve, nil
+	return p, wait, reserve, nil
 }
 
 // parseMaxWait parses RESERVE's maxwait: an RL.* duration, or 0 (the

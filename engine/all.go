@@ -30,6 +30,9 @@ type Limit struct {
 	Kind   Kind
 	Params Params
 	GCRA   GCRA
+	// Wait is how long the call may wait for this limit, in ns (RESERVE;
+	// reserve.go): 0 for none. RL.BUCKET, RL.LOG and RL.FIXED take it.
+	Wait int64
 }
 
 // limitState is a limit's decision while its shard is locked.
@@ -284,7 +287,7 @@ func (b *Batch) decideOne(i int, now int64) (Result, error) {
 	} else if ls.curRuns != nil { // a section: reservations in line, or were
 		var w words
 		var rv resv
-		w, rv, r, ls.write = reserveWords(l.Kind, l.Params, ls.cur.w, ls.rv, now, now)
+		w, rv, r, ls.write = reserveWords(l.Kind, l.Params, l.Wait, ls.cur.w, ls.rv, now, now)
 		if ls.write {
 			ls.next, ls.runs = encodeWords(l.Kind, w, rv, now, r.ResetAfter, b.runs[i][:0])
 			b.runs[i] = ls.runs[:0]
@@ -325,7 +328,7 @@ func (b *Batch) peekOne(i int, now int64) Result {
 			b.peeks = pn.runs[:0]
 		}
 	} else if ls.curRuns != nil {
-		_, _, r, _ = reserveWords(l.Kind, p, ls.cur.w, ls.rv, now, now)
+		_, _, r, _ = reserveWords(l.Kind, p, 0, ls.cur.w, ls.rv, now, now)
 	} else {
 		_, r = a.decide(p, ls.cur.w, now)
 	}

@@ -52,22 +52,30 @@ func fixedWords(p Params, w words, now int64) (words, Result) {
 // fixedDecide decides an RL.FIXED request. The count carries over only
 // while now is in that same window under the current window length, so
 // changing the window length starts afresh unless the old start is also
-// the new one. While units are reserved in the next window nothing is
-// admitted now: those in line come first.
+// the new one. It does not know of reservations: a key with some is
+// decided by fixedLine (reserve.go).
 func fixedDecide(p Params, s fixedState, now int64) (fixedState, Result) {
 	start := now - now%p.Window
-	count, next := fixedRoll(s, start, p.Window)
-	admit := next == 0 && fitsUnder(count, p.Cost, p.Limit)
-	if admit && p.Cost > 0 {
-		count += p.Cost
-		s = fixedState{start: start, count: count}
+	count := int64(0)
+	if s.start == start {
+		count = s.count
 	}
-	r := fixedReply(p, fixedState{start: start, count: count, next: next}, now)
-	if !admit {
-		r.Limited = true
-		if p.Cost <= p.Limit && next == 0 {
-			r.RetryAfter = sat.Add(start, p.Window) - now
+	end := sat.Add(start, p.Window)
+	r := Result{Limit: p.Limit, RetryAfter: -1}
+	if fitsUnder(count, p.Cost, p.Limit) {
+		if p.Cost > 0 {
+			count += p.Cost
+			s = fixedState{start: start, count: count}
 		}
+	} else {
+		r.Limited = true
+		if p.Cost <= p.Limit {
+			r.RetryAfter = end - now
+		}
+	}
+	r.Remaining = max(p.Limit-count, 0)
+	if count > 0 {
+		r.ResetAfter = end - now
 	}
 	return s, r
 }

@@ -15,10 +15,6 @@ type Params struct {
 	Window int64 // ns
 	Rate   int64
 	Cost   int64
-	// Wait is how long a call may wait instead of being refused, in ns
-	// (RESERVE; reserve.go): 0 for a plain call. RL.BUCKET, RL.LOG and
-	// RL.FIXED take it.
-	Wait int64
 }
 
 // Result is an RL.* reply before rounding: waits are exact ns, -1 for
@@ -129,11 +125,8 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 			}
 		}
 	} else {
-		if runs != nil || p.Wait > 0 { // a section, or a call that may wait
-			if !reserves(kind) {
-				return Result{}, ErrNoReserve
-			}
-			return st.reserveLocked(s, off, end, h, key, kind, p, e, ok, runs, now)
+		if runs != nil { // a section: reservations in line, or were (reserve.go)
+			return st.reserveLocked(s, off, end, h, key, kind, p, 0, e, ok, runs, now)
 		}
 		var next words
 		next, r = a.decide(p, e.w, now) // e is zero for a fresh key

@@ -130,8 +130,8 @@ func logTicketOf(dl uint64, code uint64) int64 {
 // that must say when to retry walks from the oldest run until enough
 // units would leave.
 func logDecide(p Params, cur held, now int64, dst []byte) (next held, r Result, admitted bool) {
-	if p.Wait > 0 || cur.w.c > now { // may wait, or reservations in line
-		return logReserve(p, cur, now, dst)
+	if cur.w.c > now { // reservations in line
+		return logReserve(p, 0, cur, now, dst)
 	}
 	// cur's parts as logState names them, read one by one: copying the
 	// state whole costs a measurable part of a decision.

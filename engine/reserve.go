@@ -8,7 +8,7 @@ import (
 )
 
 // Reservations: an RL.BUCKET, RL.LOG or RL.FIXED call that may wait up to
-// Params.Wait ns instead of being refused (docs/reservations.md is the
+// a given time instead of being refused (Store.Reserve) (docs/reservations.md is the
 // contract). A reservation is a charge at its act time T >= now, granted
 // when T - now <= the wait allowed; it is charged exactly as a call made
 // at T would be, so a window never holds more than its limit, future
@@ -119,6 +119,16 @@ func (rv resv) at(now int64) resv {
 	return rv
 }
 
+// under is rv for a call of p on the words state w: its pending
+// reservations forgotten if they were made with other parameters (rule 5
+// of docs/reservations.md; L is kept).
+func (rv resv) under(kind Kind, p Params, w words) resv {
+	if len(rv.pend) > 0 && (rv.unit != p.Window || kind == KindBucket && bucketOf(w).rate != p.Rate) {
+		rv.pend = rv.pend[:0]
+	}
+	return rv
+}
+
 // sectionLog is a section as Record.Log carries it for RL.BUCKET and
 // RL.FIXED: L, unit, next, then (act, cost) pairs oldest first.
 func sectionLog(dst []int64, rv resv) []int64 {
@@ -145,9 +155,28 @@ func sectionOfLog(log []int64) resv {
 // reserves reports whether kind takes reservations.
 func reserves(kind Kind) bool { return kind == KindBucket || kind == KindFixed || kind == KindLog }
 
-// plainOf is the plain command's decision for a words kind.
+// plainOf is the plain command's decision for a words kind, ignoring any
+// line: what it would decide now.
 func plainOf(kind Kind, p Params, w words, now int64) (words, Result) {
+	if kind == KindFixed {
+		s, r := fixedLine(p, fixedOf(w), now)
+		return s.words(), r
+	}
 	return algorithmOf(kind).decide(p, w, now)
+}
+
+// fixedLine is fixedDecide on a key that may have units reserved in its
+// next window: while it has, nothing is admitted now (the caller says
+// when it would be); once that window has come, they are its count.
+func fixedLine(p Params, s fixedState, now int64) (fixedState, Result) {
+	start := now - now%p.Window
+	count, next := fixedRoll(s, start, p.Window)
+	if next == 0 {
+		return fixedDecide(p, fixedState{start: start, count: count}, now)
+	}
+	r := fixedReply(p, fixedState{start: start, count: count, next: next}, now)
+	r.Limited = true
+	return s, r
 }
 
 // earliest is the earliest act time T >= from (from >= now) at which a
@@ -217,8 +246,8 @@ func chargeAt(kind Kind, p Params, w words, now, T int64) (words, Result) {
 // It returns the new state and section and whether to store them. A
 // granted reservation's reply has Wait (ns until T) and Token (the
 // ticket, T). Every reply says nothing remains while a line waits.
-func reserveWords(kind Kind, p Params, w words, rv resv, now, floor int64) (words, resv, Result, bool) {
-	w, rv, r, write := decideWords(kind, p, w, rv, now, floor)
+func reserveWords(kind Kind, p Params, wait int64, w words, rv resv, now, floor int64) (words, resv, Result, bool) {
+	w, rv, r, write := decideWords(kind, p, wait, w, rv, now, floor)
 	if rv.last > now {
 		r.Remaining = 0
 	}
@@ -226,14 +255,12 @@ func reserveWords(kind Kind, p Params, w words, rv resv, now, floor int64) (word
 }
 
 // decideWords is reserveWords but for the remaining of a reply.
-func decideWords(kind Kind, p Params, w words, rv resv, now, floor int64) (words, resv, Result, bool) {
+func decideWords(kind Kind, p Params, wait int64, w words, rv resv, now, floor int64) (words, resv, Result, bool) {
 	rv = rv.at(now)
 	if p.Cost == 0 { // a peek waits for nothing and charges nothing
-		p.Wait = 0
+		wait = 0
 	}
-	if len(rv.pend) > 0 && (rv.unit != p.Window || kind == KindBucket && bucketOf(w).rate != p.Rate) {
-		rv.pend = rv.pend[:0]
-	}
+	rv = rv.under(kind, p, w)
 	from, plainFrom := floor, floor
 	if rv.last > now {
 		from, plainFrom = max(from, rv.last+1), max(plainFrom, rv.last)
@@ -247,7 +274,7 @@ func decideWords(kind Kind, p Params, w words, rv resv, now, floor int64) (words
 		next, r := chargeAt(kind, p, w, now, now)
 		return next, rv, r, true
 	}
-	if ok && p.Wait > 0 && repFrom <= now && T-now <= p.Wait {
+	if ok && wait > 0 && repFrom <= now && T-now <= wait {
 		next, r := chargeAt(kind, p, w, now, T)
 		rv.last, rv.unit = T, p.Window
 		rv.pend = append(rv.pend, pend{act: T, cost: p.Cost})
@@ -262,8 +289,8 @@ func decideWords(kind Kind, p Params, w words, rv resv, now, floor int64) (words
 	}
 	r.refuse()
 	if ok {
-		if p.Wait > 0 {
-			r.setRetry(max(T-p.Wait, repFrom) - now)
+		if wait > 0 {
+			r.setRetry(max(T-wait, repFrom) - now)
 		} else {
 			T, _, _ = earliest(kind, p, w, now, plainFrom)
 			r.setRetry(T - now)
@@ -425,12 +452,58 @@ func (s *shard) sectionOf(kind Kind, e *entry, sec []byte) resv {
 	return rv
 }
 
-// reserveLocked is Store.Limit for an RL.BUCKET or RL.FIXED call that may
+// Reserve is Store.Limit for a call of an RL.BUCKET, RL.LOG or RL.FIXED
+// key that may wait up to wait ns (RESERVE; 0: the plain call) instead of
+// being refused. A granted reservation's reply has Wait (ns until it
+// acts) and Token (its ticket, the act time). ErrNoReserve for another
+// kind, ErrWrongType if the key holds another kind.
+func (st Store) Reserve(kind Kind, key []byte, p Params, wait, now int64) (Result, error) {
+	if !reserves(kind) {
+		return Result{}, ErrNoReserve
+	}
+	if wait <= 0 {
+		return st.Limit(kind, key, p, now)
+	}
+	s, h := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	now = s.decisionTimeLocked(now)
+	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
+	if ok && e.kind != kind {
+		return Result{}, ErrWrongType
+	}
+	if kind != KindLog {
+		return st.reserveLocked(s, off, end, h, key, kind, p, wait, e, ok, runs, now)
+	}
+	var cur held
+	if ok {
+		cur = held{w: e.w, runs: runs, deadline: e.deadline}
+	}
+	next, r, write := logReserve(p, wait, cur, now, s.logBuf[:0])
+	if write && !ok {
+		var err error
+		if write, err = st.newKeyLocked(s, false, now); err != nil {
+			return Result{}, err
+		}
+	}
+	if write && !st.dry {
+		s.putLocked(off, end, h, key, entry{kind: KindLog, w: next.w, deadline: next.deadline}, next.runs)
+		if cap(next.runs) <= 64<<10 {
+			s.logBuf = next.runs[:0]
+		}
+	}
+	if ok && !write && e.deadline < maxDeadline {
+		r.clampTo(e.deadline - now)
+	}
+	return r, nil
+}
+
+// reserveLocked decides a call of an RL.BUCKET or RL.FIXED key that may
 // wait, or on a key with a section: the record at off (found) holds e and
 // the section sec.
-func (st Store) reserveLocked(s *shard, off, end int, h uint64, key []byte, kind Kind, p Params, e entry, found bool, sec []byte, now int64) (Result, error) {
+func (st Store) reserveLocked(s *shard, off, end int, h uint64, key []byte, kind Kind, p Params, wait int64, e entry, found bool, sec []byte, now int64) (Result, error) {
 	rv := s.sectionOf(kind, &e, sec)
-	w, rv, r, write := reserveWords(kind, p, e.w, rv, now, now)
+	w, rv, r, write := reserveWords(kind, p, wait, e.w, rv, now, now)
 	s.pend = rv.pend[:0]
 	if write && !found {
 		var err error
@@ -528,7 +601,7 @@ func logHeld(rs []pend, total, last, window, now int64, dst []byte) held {
 // logReserve is logDecide for a call that may wait, or on a log with
 // reservations in line (its last ticket in the future): a reservation is
 // a run of the log at its act time, after every run before it.
-func logReserve(p Params, cur held, now int64, dst []byte) (held, Result, bool) {
+func logReserve(p Params, wait int64, cur held, now int64, dst []byte) (held, Result, bool) {
 	rs := logRuns(cur.runs, uint64(cur.deadline), nil)
 	k := 0
 	for k < len(rs) && rs[k].act <= now-p.Window {
@@ -544,7 +617,7 @@ func logReserve(p Params, cur held, now int64, dst []byte) (held, Result, bool) 
 		last = 0
 	}
 	if p.Cost == 0 { // a peek waits for nothing and charges nothing
-		p.Wait = 0
+		wait = 0
 		if last <= now {
 			return cur, logReply(p, rs, total, last, now), false
 		}
@@ -554,7 +627,7 @@ func logReserve(p Params, cur held, now int64, dst []byte) (held, Result, bool) 
 		from, plainFrom = last+1, last
 	}
 	T, ok := logEarliest(p, rs, total, from)
-	if ok && (T == now || p.Wait > 0 && T-now <= p.Wait) {
+	if ok && (T == now || wait > 0 && T-now <= wait) {
 		if n := len(rs); T == now && n > 0 && rs[n-1].act == now {
 			rs[n-1].cost = sat.Add(rs[n-1].cost, p.Cost) // same ns as the newest run: merge
 		} else {
@@ -575,8 +648,8 @@ func logReserve(p Params, cur held, now int64, dst []byte) (held, Result, bool) 
 	r.Limited = true
 	r.setRetry(-1)
 	if ok {
-		if p.Wait > 0 {
-			r.setRetry(T - p.Wait - now)
+		if wait > 0 {
+			r.setRetry(T - wait - now)
 		} else {
 			T, _ = logEarliest(p, rs, total, plainFrom)
 			r.setRetry(T - now)
@@ -615,7 +688,7 @@ func logCancel(cur held, t, now int64, dst []byte) (int64, held) {
 // waits reports whether some limit of b may wait (RL.ALL with RESERVE).
 func (b *Batch) waits() bool {
 	for i := range b.Limits {
-		if b.Limits[i].Params.Wait > 0 {
+		if b.Limits[i].Wait > 0 {
 			return true
 		}
 	}
@@ -706,18 +779,18 @@ func (b *Batch) commonAct(now int64) (T int64, ok bool) {
 func (b *Batch) decideAt(now, T int64) (limited bool) {
 	for i := range b.Limits {
 		l := &b.Limits[i]
-		if T-now <= l.Params.Wait {
+		if T-now <= l.Wait {
 			continue
 		}
 		r := b.peekOne(i, now)
 		_, _, rep := b.earliestOf(i, now, T)
 		r.Limited, r.Remaining = true, 0
-		r.setRetry(max(T-l.Params.Wait, rep) - now)
+		r.setRetry(max(T-l.Wait, rep) - now)
 		b.Results[i], limited = r, true
 	}
 	if limited {
 		for i := range b.Limits {
-			if T-now <= b.Limits[i].Params.Wait {
+			if T-now <= b.Limits[i].Wait {
 				b.Results[i] = b.peekOne(i, now)
 			}
 		}
@@ -752,10 +825,7 @@ func (b *Batch) chargeOne(i int, now, T int64) Result {
 	} else {
 		var w words
 		w, r = chargeAt(l.Kind, p, ls.cur.w, now, T)
-		rv := ls.rv
-		if len(rv.pend) > 0 && (rv.unit != p.Window || l.Kind == KindBucket && bucketOf(ls.cur.w).rate != p.Rate) {
-			rv.pend = rv.pend[:0]
-		}
+		rv := ls.rv.under(l.Kind, p, ls.cur.w)
 		rv.last, rv.unit = T, p.Window
 		rv.pend = append(rv.pend, pend{act: T, cost: p.Cost})
 		ls.next, ls.runs = encodeWords(l.Kind, w, rv, now, r.ResetAfter, b.runs[i][:0])
