@@ -78,8 +78,10 @@ func (st Store) full() bool {
 // previous eviction (or the expiry sweep) stopped, the one with the
 // earliest deadline (an expired one at once). A lease key is never
 // evicted while a lease lives: its slots would come back before their
-// leases end, and more would be in flight than its limit. It reports
-// whether it removed one.
+// leases end, and more would be in flight than its limit. Nor is a key
+// with reservations in line: new calls would act before them, and more
+// than the limit would act in their window. It reports whether it
+// removed one.
 func (s *shard) evictLocked(now int64) bool {
 	if len(s.data) == 0 {
 		return false
@@ -99,7 +101,7 @@ func (s *shard) evictLocked(now int64) bool {
 		p := parseRecord(s.data, off)
 		if p.hdr&hdrDead == 0 {
 			seen++
-			if p.e.kind == KindLease && p.e.alive(now) {
+			if p.e.kind == KindLease && p.e.alive(now) || p.inLine(now) {
 				off = p.end
 				continue
 			}

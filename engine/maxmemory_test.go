@@ -143,3 +143,32 @@ func TestVolatileTTLSparesLeases(t *testing.T) {
 		t.Fatalf("evicted %d, keys %d; want no lease evicted and the new key taken", e2.Evicted(), st2.Len())
 	}
 }
+
+// TestVolatileTTLSparesReservations: a key with reservations in line is
+// not evicted (new calls would act before them); once its last ticket
+// has acted, it is like any other key.
+func TestVolatileTTLSparesReservations(t *testing.T) {
+	now := int64(1_700_000_000) * int64(time.Second)
+	for _, kind := range []Kind{KindBucket, KindLog, KindFixed} {
+		e := New(1)
+		e.SetEvictPolicy(VolatileTTL)
+		st := e.Store()
+		p := Params{Limit: 1, Rate: 1, Window: int64(time.Second), Cost: 1}
+		for range 2 { // one now, one reserved
+			if _, err := st.Reserve(kind, []byte("line"), p, int64(time.Minute), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g, _ := NewGCRA(0, 1, 3600) // a deadline far later than the line's
+		if _, err := st.Throttle([]byte("k"), g, 1, now); err != nil {
+			t.Fatal(err)
+		}
+		e.SetFull(true)
+		if _, err := st.Throttle([]byte("new"), g, 1, now); err != nil {
+			t.Fatal(err)
+		}
+		if st.Type([]byte("line"), now) != kind || st.Type([]byte("k"), now) != KindNone {
+			t.Fatalf("%v: line %v, k %v: want the line kept and k evicted", kind, st.Type([]byte("line"), now), st.Type([]byte("k"), now))
+		}
+	}
+}

@@ -129,6 +129,18 @@ func (rv resv) under(kind Kind, p Params, w words) resv {
 	return rv
 }
 
+// inLine reports whether a record has reservations that have not acted
+// by now: its last ticket is in the future.
+func (p parsed) inLine(now int64) bool {
+	switch {
+	case p.e.kind == KindLog:
+		return p.e.w.c > now
+	case p.runs != nil && !algorithmOf(p.e.kind).hasRuns:
+		return decodeSection(p.runs, uint64(p.e.deadline), nil).last > now
+	}
+	return false
+}
+
 // sectionLog is a section as Record.Log carries it for RL.BUCKET and
 // RL.FIXED: L, unit, next, then (act, cost) pairs oldest first.
 func sectionLog(dst []int64, rv resv) []int64 {
