@@ -783,26 +783,28 @@ func (b *Batch) commonAct(now int64) (T int64, ok bool) {
 }
 
 // decideAt decides a call of b whose limits could all act at T > now: if
-// every limit may wait until T, each is charged at T (its reservation,
-// ticket T) and b.Wait and b.Ticket are set; else the limits that may not
-// wait that long refuse it (when the call would be granted for them: once
-// T is within their wait) and the others answer their peek. It reports
-// whether the call was refused.
+// every limit may wait until T, and may reserve it now (a fixed window
+// reserves its next window at most), each is charged at T (its
+// reservation, ticket T) and b.Wait and b.Ticket are set; else the limits
+// that may not refuse it (with when the call would be granted for them)
+// and the others answer their peek. It reports whether the call was
+// refused.
 func (b *Batch) decideAt(now, T int64) (limited bool) {
 	for i := range b.Limits {
 		l := &b.Limits[i]
-		if T-now <= l.Wait {
+		_, _, rep := b.earliestOf(i, now, T)
+		if T-now <= l.Wait && rep <= now {
+			b.Results[i] = Result{} // answered below
 			continue
 		}
 		r := b.peekOne(i, now)
-		_, _, rep := b.earliestOf(i, now, T)
 		r.Limited, r.Remaining = true, 0
 		r.setRetry(max(T-l.Wait, rep) - now)
 		b.Results[i], limited = r, true
 	}
 	if limited {
 		for i := range b.Limits {
-			if T-now <= b.Limits[i].Wait {
+			if !b.Results[i].Limited {
 				b.Results[i] = b.peekOne(i, now)
 			}
 		}

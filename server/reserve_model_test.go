@@ -259,6 +259,79 @@ func (k *resvKey) call(t *testing.T, at string, now, cost, wait int64, reserve b
 	require.Equal(t, "["+want+"]", reply, "%s: %s cost %d wait %d (line to %d, now %d)", at, k.name, cost, wait, k.last, now)
 }
 
+// group is the key's RL.ALL group for a call of cost that may wait
+// reserve (empty: no RESERVE).
+func (k *resvKey) group(cost int64, reserve string) []string {
+	a := k.args(cost, reserve)
+	return append([]string{a[1], strings.TrimPrefix(a[0], "RL.")}, a[2:]...)
+}
+
+// all checks an RL.ALL reply for keys ks with costs and waits (reserve:
+// some group has RESERVE) and applies it: one act time for all, the
+// earliest every key could act at after its line; granted if within every
+// group's wait (a guard of cost 0 too) and every key may reserve it now;
+// else refused, nothing charged. It checks whether the call
+// was refused, and the wait and ticket (the per-limit entries follow the
+// single commands', which the transcripts check).
+func all(t *testing.T, at string, now int64, ks []*resvKey, costs, waits []int64, reserve bool, reply string) {
+	for _, k := range ks {
+		k.at(now)
+	}
+	T, ok := now, true
+	for range 20 {
+		next := T
+		for i, k := range ks {
+			from := T
+			if k.last > now {
+				from = max(from, k.last+1)
+			}
+			t, kok, _ := k.earliest(now, from, costs[i])
+			ok = ok && kok
+			next = max(next, t)
+		}
+		if !ok || next == T {
+			break
+		}
+		T = next
+	}
+	granted := ok && T == now
+	if ok && T > now && reserve {
+		granted = true
+		for i, k := range ks { // each may wait that long, and reserve T now
+			from := T
+			if k.last > now {
+				from = max(from, k.last+1)
+			}
+			_, _, rep := k.earliest(now, from, costs[i])
+			granted = granted && T-now <= waits[i] && rep <= now
+		}
+	}
+	f := strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(reply))
+	require.NotEmpty(t, f, "%s: %s", at, reply)
+	require.Equal(t, strconv.Itoa(b2i(!granted)), f[0], "%s: RL.ALL limited (act %d, now %d): %s", at, T, now, reply)
+	if reserve {
+		wait, ticket := "-1", "(nil)"
+		if granted {
+			wait = strconv.FormatInt(ceilMs(T-now), 10)
+			if T > now {
+				ticket = strconv.FormatInt(T, 10)
+			}
+		}
+		require.Equal(t, wait+" "+ticket, f[len(f)-2]+" "+f[len(f)-1], "%s: RL.ALL wait and ticket: %s", at, reply)
+	}
+	if !granted {
+		return
+	}
+	for i, k := range ks {
+		k.charge(now, T, costs[i])
+		if T > now && costs[i] > 0 {
+			k.last = T
+			k.pend = append(k.pend, resvUnit{T, costs[i]})
+			k.tickets = append(k.tickets, T)
+		}
+	}
+}
+
 // cancel checks RL.CANCEL's reply for ticket tk and applies it.
 func (k *resvKey) cancel(t *testing.T, at string, now, tk int64, reply string) {
 	k.at(now)
@@ -292,8 +365,21 @@ func (k *resvKey) cancel(t *testing.T, at string, now, tk int64, reply string) {
 	require.Equal(t, strconv.FormatInt(give, 10), reply, "%s: RL.CANCEL %s %d (now %d)", at, k.name, tk, now)
 }
 
+// parseWait is a maxwait argument in ns.
+func parseWait(t *testing.T, s string) int64 {
+	if s == "0" {
+		return 0
+	}
+	d, err := strconv.ParseInt(strings.TrimRight(s, "ms"), 10, 64)
+	require.NoError(t, err)
+	if strings.HasSuffix(s, "ms") {
+		return d * 1e6
+	}
+	return d * 1e9
+}
+
 // TestReservationModel runs random RL.BUCKET, RL.LOG and RL.FIXED calls,
-// with RESERVE or not, RL.CANCELs of tickets issued (acted on, cancelled
+// with RESERVE or not, RL.ALL calls of two of them, RL.CANCELs of tickets issued (acted on, cancelled
 // already, or not) and of none, DELs, clock moves, restarts and failovers
 // against an independent model: every reply is the model's.
 func TestReservationModel(t *testing.T) {
@@ -328,19 +414,32 @@ func TestReservationModel(t *testing.T) {
 			reserve, wait := "", int64(0)
 			if r.IntN(4) != 0 {
 				reserve = waits[r.IntN(len(waits))]
-				if reserve != "0" {
-					d, err := strconv.ParseInt(strings.TrimRight(reserve, "ms"), 10, 64)
-					require.NoError(t, err)
-					if strings.HasSuffix(reserve, "ms") {
-						wait = d * 1e6
-					} else {
-						wait = d * 1e9
-					}
-				}
+				wait = parseWait(t, reserve)
 			}
 			before := len(k.tickets)
 			k.call(t, at, now, cost, wait, reserve != "", c.p.c.Do(k.args(cost, reserve)...))
 			granted += len(k.tickets) - before
+		case op < 62: // RL.ALL of two keys
+			k2 := keys[r.IntN(len(keys))]
+			if k2 == k {
+				continue
+			}
+			ks, args := []*resvKey{k, k2}, []string{"RL.ALL"}
+			costs, ws := []int64{int64(r.IntN(3)), int64(1 + r.IntN(2))}, []int64{0, 0}
+			reserve := false
+			for i, kk := range ks {
+				rs := ""
+				if r.IntN(3) != 0 {
+					rs = waits[1+r.IntN(len(waits)-1)]
+					ws[i] = parseWait(t, rs)
+					reserve = true
+				}
+				if i > 0 {
+					args = append(args, "AND")
+				}
+				args = append(args, kk.group(costs[i], rs)...)
+			}
+			all(t, at, now, ks, costs, ws, reserve, c.p.c.Do(args...))
 		case op < 70:
 			tk := int64(r.IntN(3)) + now // not a ticket, or at or before now
 			if len(k.tickets) > 0 && r.IntN(5) != 0 {
