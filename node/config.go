@@ -435,6 +435,10 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 					return err
 				}
 				n.maxMemory.Store(b)
+				select { // RunMaxMemory checks the new limit at once
+				case n.maxMemorySet <- struct{}{}:
+				default:
+				}
 				return nil
 			}},
 		{Name: "maxmemory-policy", Get: func() string { return policyName(n.engine.EvictPolicy()) },

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -52,10 +51,24 @@ func (n *Node) usedMemory() int64 {
 }
 
 // RunMaxMemory checks the node's memory against maxmemory every interval
-// until ctx ends.
+// until ctx ends, while there is a maxmemory; without one it sleeps until
+// CONFIG SET gives one (an idle node wakes for nothing).
 func (n *Node) RunMaxMemory(ctx context.Context, interval time.Duration) {
-	clock.Every(ctx, interval, func() {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-n.maxMemorySet:
+		}
 		max := n.maxMemory.Load()
 		n.engine.SetFull(max > 0 && n.usedMemory() > max)
-	})
+		if max > 0 {
+			t.Reset(interval)
+		} else {
+			t.Stop()
+		}
+	}
 }

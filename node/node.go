@@ -51,7 +51,8 @@ type Node struct {
 	// default user has no password (Protects).
 	protectedMode atomic.Bool
 	outputLimit   atomic.Pointer[OutputLimit]
-	maxMemory     atomic.Int64 // bytes; 0: none (maxmemory.go)
+	maxMemory     atomic.Int64  // bytes; 0: none (maxmemory.go)
+	maxMemorySet  chan struct{} // a new maxmemory, for RunMaxMemory (one pending at most)
 	maxClients    atomic.Int64
 	timeout       atomic.Int64
 	// readOnly, when set, is the error every write command gets (a
@@ -138,7 +139,7 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 	table := commands.NewTable()
 	n := &Node{
 		engine: e, clock: clk, log: o.Logger, logLevel: o.LogLevel, table: table,
-		started: time.Now(), cfg: cfg, clients: make(map[int64]*Client),
+		started: time.Now(), cfg: cfg, clients: make(map[int64]*Client), maxMemorySet: make(chan struct{}, 1),
 		perCmd:   make([]stripedCounts, len(table.All())),
 		hists:    make([]atomic.Pointer[hist], len(table.All())),
 		shutdown: make(chan struct{}),
