@@ -140,8 +140,7 @@ func (f *Feed) takeLocked(s *shard, deleted func(string), written func(parsed)) 
 			if len(t) == 0 {
 				continue
 			}
-			mask := uint64(len(t) - 1)
-			for p := uint64(tag) & mask; t[p] != 0; p = (p + 1) & mask {
+			for p := home(tag, len(t)); t[p] != 0; p = next(p, len(t)) {
 				if slotTag(t[p]) != tag || t[p] == moved {
 					continue
 				}

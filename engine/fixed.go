@@ -25,18 +25,19 @@ func (s fixedState) words() words { return words{a: s.start, b: s.count, c: s.ne
 
 var fixedAlgorithm = Algorithm{
 	Kind: KindFixed, Name: "fixed",
-	// Body: zz(deadline - start) | count. next lives in the section of a
+	// Body: dur(deadline - start) | count (appendDur: the window, a
+	// round number). next lives in the section of a
 	// key with reservations (reserve.go).
 	encode: func(dst []byte, dl uint64, w words, _ []byte) []byte {
 		s := fixedOf(w)
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(s.start))))
+		dst = appendDur(dst, int64(dl-uint64(s.start)))
 		return binary.AppendUvarint(dst, uint64(s.count))
 	},
 	decode: func(b []byte, i int, dl uint64) (words, int, int) {
 		var s fixedState
+		d, i := durAt(b, i)
+		s.start = int64(dl - uint64(d))
 		u, i := uvarint(b, i)
-		s.start = int64(dl - uint64(unzz(u)))
-		u, i = uvarint(b, i)
 		s.count = int64(u)
 		return s.words(), 0, i
 	},

@@ -10,7 +10,9 @@ import (
 // length window, the only exact one. It keeps the admission times of its units as runs, (time, units)
 // pairs, one per distinct admission time, in its record, newest first:
 //
-//	uvarint n0 | zz(deadline - t0) | uvarint n1 | zz(t0 - t1) | ...
+//	uvarint n0 | dur(deadline - t0) | uvarint n1 | dur(t0 - t1) | ...
+//
+// (dur: appendDur, record.go; the first is the window, a round number).
 //
 // so the newest run's time is one varint away, an admission only
 // rewrites the front (a new first run, the old first re-based on it) and
@@ -25,8 +27,8 @@ import (
 // it (the next newer one), or the deadline for the first.
 func logRunAt(runs []byte, i int, prev uint64) (t uint64, n uint64, next int) {
 	n, i = uvarint(runs, i)
-	d, i := uvarint(runs, i)
-	return prev - uint64(unzz(d)), n, i
+	d, i := durAt(runs, i)
+	return prev - uint64(d), n, i
 }
 
 // varintStart returns where the varint that ends just before end starts:
@@ -59,12 +61,12 @@ func logOf(h held) logState {
 
 var logAlgorithm = Algorithm{
 	Kind: KindLog, Name: "log", hasRuns: true,
-	// Body: units held | zz(deadline - oldest run's time) | ticket code |
+	// Body: units held | dur(deadline - oldest run's time) | ticket code |
 	// byte length of the runs | runs. The ticket code is one byte, 0, for
 	// a key with no reservation (c = 0); logTicketCode has the rest.
 	encode: func(dst []byte, dl uint64, w words, runs []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(w.a))
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(w.b))))
+		dst = appendDur(dst, int64(dl-uint64(w.b)))
 		dst = binary.AppendUvarint(dst, logTicketCode(dl, w.c))
 		dst = binary.AppendUvarint(dst, uint64(len(runs)))
 		return append(dst, runs...)
@@ -73,8 +75,9 @@ var logAlgorithm = Algorithm{
 		var u uint64
 		u, i = uvarint(b, i)
 		w.a = int64(u)
-		u, i = uvarint(b, i)
-		w.b = int64(dl - uint64(unzz(u)))
+		var d int64
+		d, i = durAt(b, i)
+		w.b = int64(dl - uint64(d))
 		u, i = uvarint(b, i)
 		w.c = logTicketOf(dl, u)
 		runs = i
@@ -151,11 +154,11 @@ func logDecide(p Params, cur held, now int64, dst []byte) (next held, r Result, 
 		dStart := varintStart(runs, cut)
 		nStart := varintStart(runs, dStart)
 		n, _ := uvarint(runs, nStart)
-		d, _ := uvarint(runs, dStart)
+		d, _ := durAt(runs, dStart)
 		total = max(total-int64(n), 0)
 		cut = nStart
 		if cut > 0 {
-			tOld += uint64(unzz(d)) // the next newer run's time
+			tOld += uint64(d) // the next newer run's time
 		}
 	}
 	if cut == 0 {
@@ -182,14 +185,14 @@ func logDecide(p Params, cur held, now int64, dst []byte) (next held, r Result, 
 				dStart := varintStart(runs, end)
 				nStart := varintStart(runs, dStart)
 				n, _ := uvarint(runs, nStart)
-				d, _ := uvarint(runs, dStart)
+				d, _ := durAt(runs, dStart)
 				if acc = sat.Add(acc, int64(n)); acc >= need {
 					r.RetryAfter = int64(t) + p.Window - now
 					break
 				}
 				end = nStart
 				if end > 0 {
-					t += uint64(unzz(d))
+					t += uint64(d)
 				}
 			}
 		}
@@ -210,14 +213,14 @@ func logDecide(p Params, cur held, now int64, dst []byte) (next held, r Result, 
 	nd := uint64(deadline)
 	if cut > 0 && t0 == uint64(now) { // same ns as the newest run: merge
 		dst = binary.AppendUvarint(dst, uint64(sat.Add(int64(n0), p.Cost)))
-		dst = binary.AppendUvarint(dst, zz(int64(nd-uint64(now))))
+		dst = appendDur(dst, int64(nd-uint64(now)))
 		dst = append(dst, runs[firstEnd:cut]...)
 	} else {
 		dst = binary.AppendUvarint(dst, uint64(p.Cost))
-		dst = binary.AppendUvarint(dst, zz(int64(nd-uint64(now))))
+		dst = appendDur(dst, int64(nd-uint64(now)))
 		if cut > 0 {
 			dst = binary.AppendUvarint(dst, n0)
-			dst = binary.AppendUvarint(dst, zz(int64(uint64(now)-t0)))
+			dst = appendDur(dst, int64(uint64(now)-t0))
 			dst = append(dst, runs[firstEnd:cut]...)
 		}
 	}
@@ -256,7 +259,7 @@ func appendRuns(dst []byte, dl uint64, words []int64) []byte {
 	prev := dl
 	for k := len(rs) - 1; k >= 0; k-- {
 		dst = binary.AppendUvarint(dst, uint64(rs[k].n))
-		dst = binary.AppendUvarint(dst, zz(int64(prev-uint64(rs[k].t))))
+		dst = appendDur(dst, int64(prev-uint64(rs[k].t)))
 		prev = uint64(rs[k].t)
 	}
 	return dst

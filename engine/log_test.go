@@ -93,8 +93,8 @@ func TestLogRunsAreCompact(t *testing.T) {
 	ls := logOf(h)
 	require.Equal(t, int64(100)<<40, ls.total)
 	// Runs 1 ns apart of 2^40 units: 6 bytes of count and 1 of time each,
-	// but the newest, whose time (60 s before the deadline) takes 6.
-	require.Equal(t, 99*(6+1)+6+6, len(ls.runs), "one small run per cost-2^40 admission")
+	// but the newest, whose time (60 s before the deadline) takes 2.
+	require.Equal(t, 99*(6+1)+6+2, len(ls.runs), "one small run per cost-2^40 admission")
 	// Several admissions in the same nanosecond merge into one run.
 	h = held{}
 	p.Cost = 1

@@ -73,12 +73,12 @@ func (e *Engine) prefetchLocked(hs []uint64) uint64 {
 	sink := uint64(0)
 	for _, h := range hs {
 		s := e.shards[(h>>32)&e.mask]
-		tag := uint64(tagOf(h))
+		tag := tagOf(h)
 		if len(s.slots) > 0 {
-			sink += s.slots[tag&uint64(len(s.slots)-1)]
+			sink += s.slots[home(tag, len(s.slots))]
 		}
 		if len(s.old) > 0 { // entries moving: the key may not have moved yet
-			sink += s.old[tag&uint64(len(s.old)-1)]
+			sink += s.old[home(tag, len(s.old))]
 		}
 	}
 	for _, h := range hs {
@@ -88,11 +88,30 @@ func (e *Engine) prefetchLocked(hs []uint64) uint64 {
 			if len(t) == 0 {
 				continue
 			}
-			if slot := t[uint64(tag)&uint64(len(t)-1)]; slot != 0 && slot != moved && slotTag(slot) == tag {
-				sink += uint64(s.data[slotOff(slot)])
+			if off, ok := probeRecord(t, tag); ok {
+				sink += uint64(s.data[off])
 				break
 			}
 		}
 	}
 	return sink
+}
+
+// probeRecord returns the record offset of the first slot of tag's probe
+// run in t that holds tag, looking no further than the slots the first
+// pass brought into the cache with its home (a table holds up to 80% of
+// its slots, so a key is often a slot or two past its home).
+func probeRecord(t []uint64, tag uint32) (int, bool) {
+	p := home(tag, len(t))
+	for range 8 {
+		slot := t[p]
+		if slot == 0 {
+			return 0, false
+		}
+		if slot != moved && slotTag(slot) == tag {
+			return slotOff(slot), true
+		}
+		p = next(p, len(t))
+	}
+	return 0, false
 }

@@ -12,17 +12,17 @@ import "encoding/binary"
 // feedBits in feed.go):
 //
 //	bit  7      6      5      4     3      2..0
-//	     feed3  feed2  feed1  dead  feed0  kind The body is the algorithm's state in
+//	     feed3  feed2  feed1  dead  feed0  kind
 //
-// varints, times as differences from the deadline, which they sit close
+// The body is the algorithm's state in varints, times as differences from the deadline, which they sit close
 // to, so a typical record is its key plus 11-21 bytes. Each algorithm
 // encodes its own body (its Algorithm's encode and decode, in its file):
 //
 //	CL.THROTTLE  zz(deadline - TAT)
-//	RL.FIXED     zz(deadline - window start) | count
-//	RL.SLIDE     zz(deadline - window start) | current count | previous count
+//	RL.FIXED     dur(deadline - window start) | count
+//	RL.SLIDE     dur(deadline - window start) | current count | previous count
 //	RL.BUCKET    rate | zz(lo(D)) | zz(hi(D) - sign(lo(D)))  where D = deadline*rate - TAT (128-bit)
-//	RL.LOG       units held | zz(deadline - oldest run's time) | ticket code | byte length of the runs | runs
+//	RL.LOG       units held | dur(deadline - oldest run's time) | ticket code | byte length of the runs | runs
 //	lease        zz(deadline - last token) | leases | byte length of the runs | runs
 //
 // RL.LOG's runs are described in log.go, a lease key's in lease.go. An
@@ -55,6 +55,53 @@ func (e *entry) alive(now int64) bool { return now < e.deadline }
 
 func zz(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
 func unzz(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// A time difference that is usually a round number of seconds (a window,
+// a deadline less its newest admission) is stored as m * unit, unit the
+// largest of 1 ns, 1 µs, 1 ms, 1 s that divides it: zz(m) in a varint
+// whose first byte holds the unit's code in its low two bits,
+//
+//	bit  7     6..2            1..0
+//	     more  zz(m) low bits  code     then, if more, uvarint(zz(m) >> 5)
+//
+// so a one-day window takes 3 bytes instead of 7, a one-second window 1
+// instead of 5. Every value round-trips (m * unit is the value itself),
+// and the bytes continue as a varint's do, so a run of them can be walked
+// backwards (varintStart).
+var durUnit = [4]int64{1, 1e3, 1e6, 1e9}
+
+// appendDur appends the time difference v in ns.
+func appendDur(dst []byte, v int64) []byte {
+	var x uint64
+	var code byte
+	switch {
+	case v%1e9 == 0:
+		x, code = zz(v/1e9), 3
+	case v%1e6 == 0:
+		x, code = zz(v/1e6), 2
+	case v%1e3 == 0:
+		x, code = zz(v/1e3), 1
+	default:
+		x = zz(v)
+	}
+	first := code | byte(x&0x1f)<<2
+	if x < 0x20 {
+		return append(dst, first)
+	}
+	return binary.AppendUvarint(append(dst, first|0x80), x>>5)
+}
+
+// durAt decodes the time difference appendDur wrote at b[i] and returns
+// it with the offset past it.
+func durAt(b []byte, i int) (int64, int) {
+	c := b[i]
+	x := uint64(c>>2) & 0x1f
+	if c < 0x80 {
+		return unzz(x) * durUnit[c&3], i + 1
+	}
+	rest, j := uvarint(b, i+1)
+	return unzz(x|rest<<5) * durUnit[c&3], j
+}
 
 // uvarint decodes a varint the encoder wrote (never malformed: the region
 // is written only by appendRecord and fillSlack). One-byte values, the

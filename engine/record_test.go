@@ -123,6 +123,39 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDurRoundTrip: every time difference comes back exactly from
+// appendDur, self-delimiting and a varint's shape (varintStart walks it
+// backwards), and round ones are short.
+func TestDurRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 30))
+	check := func(v int64) {
+		b := appendDur([]byte{0x85, 0x01}, v) // after a varint, as in a log's runs
+		got, end := durAt(b, 2)
+		require.Equal(t, v, got, "%d", v)
+		require.Equal(t, len(b), end, "%d", v)
+		require.Equal(t, 2, varintStart(b, end), "%d", v)
+	}
+	for _, v := range []int64{0, 1, -1, 31, 32, -32, 1e3, 1e6, 1e9, -1e9, 86400e9, math.MaxInt64, math.MinInt64, math.MinInt64 + 1e9, math.MaxInt64 / 1e9 * 1e9, math.MinInt64 / 1e9 * 1e9} {
+		check(v)
+	}
+	for range 100_000 {
+		v := randWord(r)
+		check(v)
+		check(v / 1000 * 1000)
+		check(v / 1e6 * 1e6)
+		check(v / 1e9 * 1e9)
+	}
+	for _, c := range []struct {
+		v    int64
+		size int
+	}{
+		{0, 1}, {1e9, 1}, {60e9, 2}, {3600e9, 3}, {86400e9, 3}, {1500e6, 2}, {7, 1},
+		{123456789, 5}, // 4 as a plain varint: two bits go to the unit
+	} {
+		require.Len(t, appendDur(nil, c.v), c.size, "%d", c.v)
+	}
+}
+
 // TestRecordsAreCompact pins the sizes the memory target rests on: a
 // 16-byte key's record for each kind, with states the algorithms write.
 func TestRecordsAreCompact(t *testing.T) {
@@ -133,10 +166,11 @@ func TestRecordsAreCompact(t *testing.T) {
 		p     Params
 		limit int // bytes
 	}{
-		{KindFixed, Params{Limit: 100, Window: 86400e9, Cost: 1}, 35},
-		{KindSlide, Params{Limit: 100, Window: 86400e9, Cost: 1}, 36},
+		// A one-day window takes 3 bytes (appendDur), not 7.
+		{KindFixed, Params{Limit: 100, Window: 86400e9, Cost: 1}, 31},
+		{KindSlide, Params{Limit: 100, Window: 86400e9, Cost: 1}, 32},
 		{KindBucket, Params{Limit: 100, Window: 86400e9, Rate: 100, Cost: 1}, 30},
-		{KindLog, Params{Limit: 100, Window: 86400e9, Cost: 1}, 45}, // the oldest run's time, 7 bytes, is kept too, and a byte for the last ticket (none)
+		{KindLog, Params{Limit: 100, Window: 86400e9, Cost: 1}, 37}, // the oldest run's time, 3 bytes, is kept too, and a byte for the last ticket (none)
 	} {
 		e := New(1)
 		_, err := e.Store().Limit(c.kind, key, c.p, now)

@@ -34,7 +34,7 @@ import (
 //	uvarint length | zz(deadline - L) | uvarint unit | uvarint next | runs
 //
 // runs are the pending reservations newest first, each uvarint cost |
-// zz(prev - T) with prev = L for the first (RL.LOG's run shape). unit is
+// dur(prev - T) with prev = L for the first (RL.LOG's run shape). unit is
 // the parameter they were made with: the bucket's period (ns*rate per
 // token at the stored rate), the fixed window's length. next is a fixed
 // window's count of the window after its state's (the state's third word,
@@ -99,7 +99,7 @@ func appendSection(dst []byte, dl uint64, rv resv) []byte {
 	for k := len(rv.pend) - 1; k >= 0; k-- {
 		t := uint64(rv.pend[k].act)
 		dst = binary.AppendUvarint(dst, uint64(rv.pend[k].cost))
-		dst = binary.AppendUvarint(dst, zz(int64(prev-t)))
+		dst = appendDur(dst, int64(prev-t))
 		prev = t
 	}
 	return dst
@@ -553,7 +553,7 @@ func appendPendRuns(dst []byte, prev uint64, rs []pend) []byte {
 	for k := len(rs) - 1; k >= 0; k-- {
 		t := uint64(rs[k].act)
 		dst = binary.AppendUvarint(dst, uint64(rs[k].cost))
-		dst = binary.AppendUvarint(dst, zz(int64(prev-t)))
+		dst = appendDur(dst, int64(prev-t))
 		prev = t
 	}
 	return dst

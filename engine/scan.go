@@ -1,7 +1,5 @@
 package engine
 
-import "math/bits"
-
 // KeyInfo describes one key for Keys and Scan callbacks.
 type KeyInfo struct {
 	Key  string
@@ -29,11 +27,12 @@ const ScanPosBits = tagBits
 // ScanSlots calls fn for live keys of shard i starting at position pos (0
 // for the shard's start), visiting whole table buckets until count live
 // keys were seen, and returns the position to resume at, or -1 when the
-// shard is exhausted. Positions walk the buckets (a key's ideal slot, its
-// hash tag under the table's mask) in Redis's reverse-binary order, so a
-// key present for the whole walk is seen at least once however the table
-// grows or shrinks meanwhile, and the walk ends. Any position is valid.
-// fn runs under the shard lock and must not call the Store.
+// shard is exhausted. A position is a hash tag: the walk visits the keys
+// in the order of their tags, a bucket (the tags whose home is one slot)
+// at a time. Homes keep the tags' order under every table size (home), so
+// a key present for the whole walk is seen at least once however the
+// table grows or shrinks meanwhile, and the walk ends. Any position is
+// valid. fn runs under the shard lock and must not call the Store.
 func (st Store) ScanSlots(i int, pos int64, count int, now int64, fn func(KeyInfo)) int64 {
 	s := st.e.shards[i]
 	st.lock(s)
@@ -41,50 +40,54 @@ func (st Store) ScanSlots(i int, pos int64, count int, now int64, fn func(KeyInf
 	if len(s.slots) == 0 {
 		return -1
 	}
-	// While entries move between two tables (s.old: half the size while
-	// the table doubles, larger while it shrinks), a key of bucket b under
-	// the smaller table's mask is in that bucket of the smaller table or
-	// in one of the larger table's buckets b, b+len(smaller), ...: visit
-	// them all and step the position under the smaller mask, as Redis
-	// scans both tables of a rehash. A position stepped under the smaller
-	// mask stays valid under the larger one (the reverse-binary order).
-	small, large := s.slots, s.old
-	if s.old != nil && len(s.old) < len(s.slots) {
-		small, large = s.old, s.slots
+	// While entries move between two tables (s.old, the smaller while
+	// the table grows, the larger while it shrinks), a key is in either:
+	// visit both, a bucket of the smaller one at a time, as Redis scans
+	// both tables of a rehash.
+	small := len(s.slots)
+	if s.old != nil {
+		small = min(small, len(s.old))
 	}
-	mask := uint64(len(small) - 1)
-	v := uint64(pos) & (1<<ScanPosBits - 1)
+	lo := uint64(pos) & (1<<tagBits - 1)
 	for n := 0; ; {
-		b := v & mask
-		n += s.scanBucket(small, b, now, fn)
-		for x := b; x < uint64(len(large)); x += mask + 1 {
-			n += s.scanBucket(large, x, now, fn)
+		// hi: the first tag past lo's bucket in the smaller table.
+		b := uint64(home(uint32(lo), small))
+		hi := ((b+1)<<tagBits + uint64(small) - 1) / uint64(small)
+		n += s.scanTags(s.slots, lo, hi, now, fn)
+		if s.old != nil {
+			n += s.scanTags(s.old, lo, hi, now, fn)
 		}
-		v = bits.Reverse64(bits.Reverse64(v|^mask) + 1)
-		if v == 0 {
+		if hi >= 1<<tagBits {
 			return -1
 		}
+		lo = hi
 		if n >= count {
-			return int64(v)
+			return int64(lo)
 		}
 	}
 }
 
-// scanBucket calls fn for the live keys of bucket b of table t (those
-// whose ideal slot is b: with linear probing they sit in the run of
-// occupied slots starting at b) and returns how many.
-func (s *shard) scanBucket(t []uint64, b uint64, now int64, fn func(KeyInfo)) int {
-	mask := uint64(len(t) - 1)
-	n := 0
-	for p := b; t[p] != 0; p = (p + 1) & mask {
+// scanTags calls fn for the live keys of table t whose tags are in
+// [lo, hi) and returns how many. Their homes span [home(lo), home(hi-1)];
+// with linear probing each sits in the run of occupied slots from its
+// home on, so the walk goes from the first home past the last one to the
+// end of its run.
+func (s *shard) scanTags(t []uint64, lo, hi uint64, now int64, fn func(KeyInfo)) int {
+	n := len(t)
+	from, span := home(uint32(lo), n), home(uint32(hi-1), n)-home(uint32(lo), n)
+	seen := 0
+	for k, p := 0, from; k < n && (k <= span || t[p] != 0); k, p = k+1, next(p, n) {
 		slot := t[p]
-		if slot == moved || uint64(slotTag(slot))&mask != b {
+		if slot == 0 || slot == moved {
+			continue
+		}
+		if tag := uint64(slotTag(slot)); tag < lo || tag >= hi {
 			continue
 		}
 		if r := parseRecord(s.data, slotOff(slot)); r.e.alive(now) {
 			fn(KeyInfo{Key: string(r.key), Kind: r.e.kind})
-			n++
+			seen++
 		}
 	}
-	return n
+	return seen
 }

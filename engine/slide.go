@@ -24,18 +24,18 @@ func (s slideState) words() words { return words{a: s.start, b: s.cur, c: s.prev
 
 var slideAlgorithm = Algorithm{
 	Kind: KindSlide, Name: "slide",
-	// Body: zz(deadline - start) | cur | prev.
+	// Body: dur(deadline - start) | cur | prev (appendDur).
 	encode: func(dst []byte, dl uint64, w words, _ []byte) []byte {
 		s := slideOf(w)
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(s.start))))
+		dst = appendDur(dst, int64(dl-uint64(s.start)))
 		dst = binary.AppendUvarint(dst, uint64(s.cur))
 		return binary.AppendUvarint(dst, uint64(s.prev))
 	},
 	decode: func(b []byte, i int, dl uint64) (words, int, int) {
 		var s slideState
+		d, i := durAt(b, i)
+		s.start = int64(dl - uint64(d))
 		u, i := uvarint(b, i)
-		s.start = int64(dl - uint64(unzz(u)))
-		u, i = uvarint(b, i)
 		s.cur = int64(u)
 		u, i = uvarint(b, i)
 		s.prev = int64(u)

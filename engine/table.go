@@ -8,6 +8,14 @@ import "unsafe"
 // allocation and no pointers: a lookup touches one slot and one record
 // (the key bytes and the state sit together), nothing else.
 //
+// A table may have any number of slots: a key's probe run starts at its
+// home, the tag scaled to the table's size (home), not the tag under a
+// power-of-two mask. So a mapped table grows by a quarter, not by
+// doubling, and holds between 64% and 80% of its slots: 10-12.5 bytes of
+// table per key instead of 10.7-21.3 (growTableLocked). A home keeps the
+// tags' order under every size, which lets a SCAN cursor be a tag
+// (scan.go).
+//
 // Deletion shifts later slots of the same probe run back (no tombstones),
 // so probe runs stay short at any churn; only a table being emptied into
 // its successor takes tombstones (below).
@@ -16,6 +24,8 @@ const (
 	tagBits  = 28
 	offBits  = 64 - tagBits // record offsets below 64 GiB per shard
 	offMask  = 1<<offBits - 1
+	// A table holds at most maxLoadNum/maxLoadDen of its slots.
+	maxLoadNum, maxLoadDen = 4, 5
 )
 
 func slotTag(slot uint64) uint32 { return uint32(slot >> offBits) }
@@ -25,14 +35,22 @@ func makeSlot(tag uint32, off int) uint64 {
 	return uint64(tag)<<offBits | uint64(off+1)
 }
 
-// Growing the table is incremental, as Redis rehashes: the table doubles
-// into a new one, and the entries of the old one move over a few at a
-// time (two per insert, and in chunks by the sweeper) instead of all at
-// once under the shard lock (at 125,000 keys a shard took 2.5-4 ms in one
-// piece). A table left mostly empty shrinks the same way, into a smaller
-// new one (shrinkLocked). While entries move (s.old != nil), a key is in
-// exactly one of the two tables: lookups try the new one, then the old
-// one; inserts go to the new one; a removal from the old one leaves a
+// home is the slot where the probe run of tag starts in a table of n
+// slots: tag * n / 2^28, monotonic in the tag.
+func home(tag uint32, n int) int { return int(uint64(tag) * uint64(n) >> tagBits) }
+
+// maxKeys is the most keys a table of n slots holds before it grows.
+func maxKeys(n int) int { return n * maxLoadNum / maxLoadDen }
+
+// Growing the table is incremental, as Redis rehashes: the table grows by
+// a quarter into a new one, and the entries of the old one move over a
+// few at a time (enough per insert to be done before the new table is
+// full, and in chunks by the sweeper) instead of all at once under the
+// shard lock (at 125,000 keys a shard took 2.5-4 ms in one piece). A
+// table left mostly empty shrinks the same way, into a smaller new one
+// (shrinkLocked). While entries move (s.old != nil), a key is in exactly
+// one of the two tables: lookups try the new one, then the old one;
+// inserts go to the new one; a removal from the old one leaves a
 // tombstone, as does a move, so the old table's probe runs stay whole
 // until it is freed.
 
@@ -46,8 +64,7 @@ func (s *shard) findIn(t []uint64, tag uint32, key []byte) (off, state int, ok b
 	if len(t) == 0 {
 		return 0, 0, false
 	}
-	mask := uint64(len(t) - 1)
-	for p := uint64(tag) & mask; ; p = (p + 1) & mask {
+	for p := home(tag, len(t)); ; p = next(p, len(t)) {
 		slot := t[p]
 		if slot == 0 {
 			return 0, 0, false
@@ -74,13 +91,12 @@ func (s *shard) findLocked(h uint64, key []byte) (off, state int, ok bool) {
 
 // slotIndexIn returns the index in t of the slot holding the record at
 // off (tag tag), or false if t does not hold it.
-func slotIndexIn(t []uint64, tag uint32, off int) (uint64, bool) {
+func slotIndexIn(t []uint64, tag uint32, off int) (int, bool) {
 	if len(t) == 0 {
 		return 0, false
 	}
-	mask := uint64(len(t) - 1)
 	want := makeSlot(tag, off)
-	for p := uint64(tag) & mask; t[p] != 0; p = (p + 1) & mask {
+	for p := home(tag, len(t)); t[p] != 0; p = next(p, len(t)) {
 		if t[p] == want {
 			return p, true
 		}
@@ -98,7 +114,7 @@ func (s *shard) slotLocked(tag uint32, off int) *uint64 {
 }
 
 // mustIndexIn is slotIndexIn for a record that must be in t.
-func mustIndexIn(t []uint64, tag uint32, off int) uint64 {
+func mustIndexIn(t []uint64, tag uint32, off int) int {
 	p, ok := slotIndexIn(t, tag, off)
 	if !ok {
 		panic("engine: a record is missing from its table")
@@ -108,26 +124,32 @@ func mustIndexIn(t []uint64, tag uint32, off int) uint64 {
 
 // insertIn puts slot into table t, which has room.
 func insertIn(t []uint64, slot uint64) {
-	mask := uint64(len(t) - 1)
-	p := uint64(slotTag(slot)) & mask
+	p := home(slotTag(slot), len(t))
 	for t[p] != 0 {
-		p = (p + 1) & mask
+		p = next(p, len(t))
 	}
 	t[p] = slot
+}
+
+// next is the slot after p in a table of n slots (probe runs wrap).
+func next(p, n int) int {
+	if p++; p == n {
+		return 0
+	}
+	return p
 }
 
 // placeLocked puts the record at off (hash tag tag) into the table.
 func (s *shard) placeLocked(tag uint32, off int) {
 	if s.old != nil {
-		// The new table, at most half full when the move began, takes a
-		// quarter of its size in inserts to reach 3/4: 4*len(old)/len(new)
-		// old slots per insert empty the old table by then (two for a
-		// doubling; more for a shrink, whose old slots are mostly empty),
-		// so the move below that takes what is left at once only runs if
-		// keys were also removed and re-inserted meanwhile.
-		s.migrateLocked(max(2, 4*len(s.old)/len(s.slots)))
+		// Enough old slots per insert to empty the old table before the
+		// new one is full (five for a growth by a quarter), so the move
+		// below that takes what is left at once only runs if keys were
+		// also removed and re-inserted meanwhile.
+		left, room := len(s.old)-s.migrated, maxKeys(len(s.slots))-s.count
+		s.migrateLocked(max(2, left/max(room, 1)+1))
 	}
-	if (s.count+1)*4 > len(s.slots)*3 { // load factor at most 3/4
+	if s.count+1 > maxKeys(len(s.slots)) {
 		s.migrateLocked(len(s.old)) // (only if the sweeper and inserts fell behind)
 		s.growTableLocked()
 	}
@@ -135,10 +157,17 @@ func (s *shard) placeLocked(tag uint32, off int) {
 	s.count++
 }
 
-// growTableLocked doubles the table; the old one's entries move over
-// incrementally (migrateLocked), or at once if it is small.
+// growTableLocked grows the table; the old one's entries move over
+// incrementally (migrateLocked), or at once if it is small. A table on
+// the Go heap (below mapMin bytes) doubles: each table it leaves behind
+// stays in the process until the collector and the scavenger return it,
+// so small steps there would cost more resident memory than they save. A
+// mapped table grows by a quarter: the one it leaves is unmapped.
 func (s *shard) growTableLocked() {
-	n := max(minSlots, 2*len(s.slots))
+	n := tableSize(2 * len(s.slots))
+	if 8*len(s.slots) >= mapMin {
+		n = tableSize(len(s.slots) + len(s.slots)/4)
+	}
 	s.old, s.mem.oldSlots, s.migrated = s.slots, s.mem.slots, 0
 	s.setSlots(n)
 	if len(s.old) <= s.opt.migrateAtOnce {
@@ -210,9 +239,9 @@ func (s *shard) unplaceLocked(tag uint32, off int) {
 		s.old[mustIndexIn(s.old, tag, off)] = moved
 		return
 	}
-	mask := uint64(len(s.slots) - 1)
-	for q := (p + 1) & mask; s.slots[q] != 0; q = (q + 1) & mask {
-		ideal := uint64(slotTag(s.slots[q])) & mask
+	n := len(s.slots)
+	for q := next(p, n); s.slots[q] != 0; q = next(q, n) {
+		ideal := home(slotTag(s.slots[q]), n)
 		// Move q back to the hole at p unless its ideal position lies
 		// cyclically in (p, q].
 		if (q > p && (ideal <= p || ideal > q)) || (q < p && ideal <= p && ideal > q) {
@@ -238,11 +267,17 @@ func (s *shard) setSlots(n int) {
 	s.slots = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(r))), n)
 }
 
-// slotsFor is the table size for n keys: a power of two, load <= 1/2.
-func slotsFor(n int) int {
-	size := minSlots
-	for size < 2*n {
-		size *= 2
+// tableSize is a table's size for at least n slots: minSlots or more, and
+// a whole number of pages once the table is mapped (allocRegion), so no
+// mapped byte goes unused.
+func tableSize(n int) int {
+	n = max(n, minSlots)
+	if 8*n >= mapMin {
+		perPage := pageSize / 8
+		n = (n + perPage - 1) / perPage * perPage
 	}
-	return size
+	return n
 }
+
+// slotsFor is the table size for n keys: load <= 1/2.
+func slotsFor(n int) int { return tableSize(2 * n) }
