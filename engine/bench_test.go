@@ -114,7 +114,7 @@ func BenchmarkPipelinedThrottle(b *testing.B) {
 
 // BenchmarkFillStalls fills 1,000,000 CL.THROTTLE keys into 8 shards and
 // reports the slowest insert and how many took over 200 µs: the stalls a
-// growing keyspace puts into a request's latency (table doublings, region
+// growing keyspace puts into a request's latency (table growths, region
 // growth). ns/op is the whole fill.
 func BenchmarkFillStalls(b *testing.B) {
 	g, _ := NewGCRA(100, 100, 60)

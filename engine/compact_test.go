@@ -17,7 +17,7 @@ func TestChangesAcrossIncrementalCompaction(t *testing.T) {
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 7))
 	const now = int64(1e9)
-	e := newEngine(1, options{migrateAtOnce: 0}) // every doubling moves in steps: records dirty in either table
+	e := newEngine(1, options{migrateAtOnce: 0}) // every growth moves in steps: records dirty in either table
 	f := e.NewFeed()
 	st := e.Store()
 	s := e.shards[0]

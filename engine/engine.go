@@ -43,7 +43,7 @@ const MaxShards = 1 << (64 - ScanPosBits)
 // defaults make rare.
 type options struct {
 	// migrateAtOnce: a table of at most this many slots is moved over at
-	// once when it doubles or shrinks (a few microseconds); a larger one
+	// once when it grows or shrinks (a few microseconds); a larger one
 	// moves in steps.
 	migrateAtOnce int
 	// hash replaces the key hash (tests that force tag collisions); nil

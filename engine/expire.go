@@ -14,7 +14,7 @@ const (
 	sweepMin   = 1024
 )
 
-// migrateStep is how many slots of an old table (doubling or shrinking) the
+// migrateStep is how many slots of an old table (growing or shrinking) the
 // sweep moves over under one hold of the shard lock.
 const migrateStep = 1024
 
@@ -31,7 +31,7 @@ type SweepStats struct {
 // records only while more than a quarter of a chunk's live records had
 // expired, so an idle keyspace costs little and a mass expiry is reclaimed
 // quickly. It
-// finishes moving a table that is doubling and compacts a shard an eighth
+// finishes moving a table that is growing and compacts a shard an eighth
 // garbage, in steps, then moves a table left mostly empty into a smaller
 // one, in steps too. It yields the processor between steps: on one P
 // (GOMAXPROCS=1) requests run between them instead of waiting for the Go
@@ -84,7 +84,7 @@ func (e *Engine) SweepCounting(now int64, onExpired func(n int)) SweepStats {
 			// is passed over. A pass sees each key at most once.
 			return off < size && scanned < keys && (scanned < sweepMin || live == 0 || expired*4 > live)
 		})
-		// A table moving in steps (doubling, or shrinking): move the rest.
+		// A table moving in steps (growing, or shrinking): move the rest.
 		move := func() bool {
 			if s.old != nil {
 				s.migrateLocked(migrateStep)

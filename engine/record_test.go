@@ -203,7 +203,7 @@ func TestRecordsAreCompact(t *testing.T) {
 // all seen, and the walk ends, although other keys' records move, the
 // shard is compacted and its table grows and shrinks between steps.
 func TestScanSurvivesCompaction(t *testing.T) {
-	for _, at := range []int{0, 1024} { // tables that double in steps, or at once
+	for _, at := range []int{0, 1024} { // tables that grow in steps, or at once
 		t.Run(fmt.Sprint("migrateAtOnce=", at), func(t *testing.T) {
 			testScanSurvivesCompaction(t, options{migrateAtOnce: at})
 		})
@@ -365,13 +365,13 @@ func TestRestoreWhileTracking(t *testing.T) {
 }
 
 // TestScanDuringTableMove: a SCAN walk that starts while the table is
-// doubling in steps (the old table half emptied) and goes on while inserts
-// move the rest sees every key held throughout, in both tables.
+// growing in steps (the old table a quarter emptied) and goes on while
+// inserts move the rest sees every key held throughout, in both tables.
 func TestScanDuringTableMove(t *testing.T) {
 	o := newOneShard(options{migrateAtOnce: 0})
 	s := o.s
 	held := 0
-	// Fill until just past the doubling of a table of 2,048 slots.
+	// Fill until the growth of a table of 2,048 slots or more is a quarter done.
 	for s.old == nil || len(s.old) < 2048 || s.migrated < len(s.old)/4 {
 		o.touch(t, fmt.Sprint("k", held))
 		held++

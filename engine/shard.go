@@ -217,7 +217,7 @@ func (s *shard) growLocked(c int) {
 
 // shrinkLocked gives back what a shard whose keys mostly went no longer
 // needs: it starts moving the table into one sized for the keys left, as a
-// doubling does in the other direction (the entries move a few per access
+// growth does in the other direction (the entries move a few per access
 // and in chunks from the sweep, which yields between chunks; no record is
 // read, no key hashed), and cuts the data region down to its records
 // (mremap shrinks a mapped one in place; the sweep's release steps have

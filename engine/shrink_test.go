@@ -262,7 +262,7 @@ func TestReleaseSparesAppendedRecords(t *testing.T) {
 }
 
 // TestRetiredTablesFreedBySweep: a move that empties a mapped old table
-// (here, inserts finishing a doubling) leaves it to the sweep, which
+// (here, inserts finishing a growth) leaves it to the sweep, which
 // unmaps it outside the shard lock; the table is counted as held until
 // then.
 func TestRetiredTablesFreedBySweep(t *testing.T) {

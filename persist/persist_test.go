@@ -256,7 +256,7 @@ func TestExpiredKeysLeaveTheStore(t *testing.T) {
 	closer.Close()
 }
 
-// TestLoadFreesRetiredTables: a load grows the key tables by doubling, with
+// TestLoadFreesRetiredTables: a load grows the key tables step by step, with
 // no sweep running yet to unmap the tables the moves empty; the load frees
 // them itself, so none is left held when it returns.
 func TestLoadFreesRetiredTables(t *testing.T) {
