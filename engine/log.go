@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/rlserver/rlserver/internal/sat"
 )
@@ -266,21 +267,36 @@ func appendRuns(dst []byte, dl uint64, words []int64) []byte {
 }
 
 // decodeRuns appends the log encoded in runs to words, oldest first.
+// It decodes the runs twice, to count the words and then to write them
+// from the end back, so the words are allocated once (snapshots decode
+// every changed log each second).
 func decodeRuns(words []int64, dl uint64, runs []byte) []int64 {
-	type run struct{ t, n uint64 }
-	var rs []run
+	single := func(t, n uint64) bool { return n == 1 && int64(t) >= 0 }
+	count := 0
 	prev := dl
 	for i := 0; i < len(runs); {
 		t, n, next := logRunAt(runs, i, prev)
-		rs = append(rs, run{t, n})
+		count += 2
+		if single(t, n) {
+			count--
+		}
 		prev, i = t, next
 	}
-	for k := len(rs) - 1; k >= 0; k-- {
-		if t := rs[k].t; rs[k].n == 1 && int64(t) >= 0 {
-			words = append(words, int64(t))
+	words = slices.Grow(words, count)
+	start := len(words)
+	words = words[:start+count]
+	k := len(words) // newest first, from the end back
+	prev = dl
+	for i := 0; i < len(runs); {
+		t, n, next := logRunAt(runs, i, prev)
+		if single(t, n) {
+			k--
+			words[k] = int64(t)
 		} else {
-			words = append(words, -int64(t)-1, int64(rs[k].n))
+			k -= 2
+			words[k], words[k+1] = -int64(t)-1, int64(n)
 		}
+		prev, i = t, next
 	}
 	return words
 }

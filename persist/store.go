@@ -267,6 +267,17 @@ type Batch struct {
 // NewBatch starts a snapshot.
 func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewBatch()} }
 
+// NewBatchSized starts a snapshot expected to take about size bytes: a
+// batch grows by doubling, copying what it holds each time, which for a
+// snapshot of tens of MB (RL.LOG keys at their limit) cost a tenth of
+// the server's CPU.
+func (s *Store) NewBatchSized(size int) *Batch {
+	return &Batch{b: s.db.NewBatchWithSize(size)}
+}
+
+// Bytes is the size of the batch's representation.
+func (b *Batch) Bytes() int { return b.b.Len() }
+
 // DeleteAll drops every record (a FLUSHALL before the records that follow).
 func (b *Batch) DeleteAll() error {
 	return b.b.DeleteRange([]byte{keyPrefix}, keysEnd, nil)
