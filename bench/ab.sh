@@ -18,7 +18,8 @@
 #   GAUGE_TOL [0.1] a run whose noise gauge (a fixed CPU loop on SERVER_CPUS, timed before
 #        and after it) is further than this fraction from the sitting's median is dropped; the
 #        table says how many runs of each were kept, and every median has its range
-#   FLAGS ["--save-interval 0"] the servers' flags (e.g. "--save-interval 1s": snapshots on)
+#   FLAGS ["--save-interval 0"] the servers' flags (e.g. "--save-interval 1s": snapshots on;
+#        each run then waits 1.5 s of idle server, not 0.3, before its CPU is read: settle)
 #   SCRAPE_A, SCRAPE_B [] a URL to GET every second while that side runs (a Prometheus
 #        scrape: FLAGS_B="--metrics-addr 127.0.0.1:9121" SCRAPE_B=http://127.0.0.1:9121/metrics)
 #   FLAGS_A, FLAGS_B [FLAGS] one side's flags, to compare one binary in two modes (A=B):
@@ -51,6 +52,9 @@ for r in $(seq "$ROUNDS"); do
   for side in A B; do
     RLSERVER=${!side}
     flagv="FLAGS_${side}_V[@]"
+    # A side with snapshots (any --save-interval but 0; the server's default is 1s)
+    # settles for longer after a run: its last changes are written up to a second later.
+    case " ${!flagv} " in *" --save-interval 0 "*) SETTLE_S=0.3 ;; *) SETTLE_S=1.5 ;; esac
     start_rlserver "$PORT" "$SERVER_CPUS" 1 "${!flagv}"
     scrape="SCRAPE_${side}"
     scraper=

@@ -202,18 +202,40 @@ gauge_ms() {
 proc_rss_kb() { [ -r "/proc/$1/status" ] && awk '/^VmRSS:/ {print $2}' "/proc/$1/status" || echo ""; }
 cpu_jiffies() { awk '/^cpu / {b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6 + $9, $9}' /proc/stat; }
 
+# settle PID: wait, at most 15 s, until the server has been idle (at most one CPU tick)
+# for SETTLE_S seconds [0.3]: the work a run leaves behind (a snapshot of its changes, a
+# compaction) is counted in its server CPU and does not disturb the gauge that follows.
+# With snapshots every second, use SETTLE_S=1.5 (ab.sh does): a snapshot can be a second away.
+settle() {
+  local a b waited=0 step=${SETTLE_S:-0.3}
+  a=$(proc_ticks "$1")
+  while :; do
+    sleep "$step"
+    b=$(proc_ticks "$1")
+    { [ -z "$a" ] || [ -z "$b" ] || [ $((b - a)) -le 1 ]; } && return 0
+    a=$b
+    waited=$(awk -v w="$waited" -v s="$step" 'BEGIN {print w + s}')
+    awk -v w="$waited" 'BEGIN {exit !(w >= 15)}' && { hlog "WARNING: server $1 still busy after 15 s"; return 0; }
+  done
+}
+
 # bench_once PORT PID C P N OUTFILE ARGS...: one redis-benchmark run (client pinned to
 # CLIENT_CPUS), printed as the CSV fields n..server_nvcsw of raw.csv: the noise gauge before
 # and after, and the server's involuntary context switches during the run, close the row.
+# The server's CPU runs from an idle server to the server idle again (settle).
 bench_once() {
-  local port=$1 pid=$2 c=$3 p=$4 n=$5 out=$6 s0 s1 t0 t1 cu cs el g0 g1 v0 v1
+  local port=$1 pid=$2 c=$3 p=$4 n=$5 out=$6 s0 s1 t0 t1 t2 cu cs el g0 g1 v0 v1
   shift 6
+  settle "$pid"
   g0=$(gauge_ms)
   s0=$(cpu_jiffies); t0=$(proc_ticks "$pid"); v0=$(proc_nvcsw "$pid")
   # bash's time keyword gives the client's own CPU (user, system) and the wall time.
   { TIMEFORMAT='%U %S %R'; time $(pin "${CLIENT_CPUS:-}") redis-benchmark -h "$HOST" -p "$port" \
       -c "$c" -P "$p" -n "$n" -r "$KEYSPACE" --csv "$@" >"$out" 2>&1; } 2>"$out.time" || true
   s1=$(cpu_jiffies); t1=$(proc_ticks "$pid"); v1=$(proc_nvcsw "$pid")
+  settle "$pid"
+  t2=$(proc_ticks "$pid")
+  [ -n "$t1" ] && [ -n "$t2" ] && t1=$t2
   g1=$(gauge_ms)
   read -r cu cs el <"$out.time" || { cu=0 cs=0 el=0; }
   grep -q 'ERR\|Error' "$out" && hlog "WARNING: $out: $(grep -m2 'ERR\|Error' "$out" | tr '\n' ' ')"
