@@ -236,7 +236,11 @@ func TestLeaseModel(t *testing.T) {
 			c.failover()
 		}
 	}
-	// The replica holds what the primary does.
+	// The replica holds what the primary does, at the primary's time: the
+	// last clock moves may have had nothing to carry them, and WAIT sends
+	// this node's time only to a connection that wrote (replication.md,
+	// "WAIT"), so this one writes a key of its own first.
+	require.Contains(t, c.p.c.Do("RL.FIXED", "sync", "1", "1s"), "[0 1 0 ")
 	require.Equal(t, "1", c.p.c.Do("WAIT", "1", "10000"))
 	for _, k := range keys {
 		require.Equal(t, m.listing(k), c.r.c.Do("RL.LEASES", k), "the replica's %s", k)
