@@ -196,12 +196,19 @@ func newReplID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// CheckWrites tells the node now whether it takes writes: a primary with
+// MinReplicas refuses them from its first request. Call it before
+// serving (Run does too, in its own time: a request could come first).
+func (m *Manager) CheckWrites() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setWritesLocked()
+}
+
 // Run pumps the engine's changes into the stream until ctx ends, then
 // closes every link, its primary's included.
 func (m *Manager) Run(ctx context.Context) {
-	m.mu.Lock()
-	m.setWritesLocked() // a primary with MinReplicas starts refusing
-	m.mu.Unlock()
+	m.CheckWrites()
 	every := func() time.Duration {
 		if m.linked.Load() {
 			return pumpEvery

@@ -300,6 +300,10 @@ func Start(opts Options) (*Server, error) {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); clus.Run(ctx) }()
 	}
+	// Before the first request: a primary with --min-replicas-to-write
+	// must not admit one while Run's goroutine has yet to start (the
+	// double-admission window the option closes).
+	repl.CheckWrites()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); repl.Run(ctx) }()
 	interval := opts.ExpiryInterval
