@@ -365,16 +365,6 @@ func cmdAll(x *Ctx) {
 		writeLimitReply(w, r.Limited, r.Limit, r.Remaining, ri, si)
 	}
 	if reserve {
-		switch {
-		case limited:
-			w.Int(-1)
-		default:
-			w.Int(engine.CeilMs(b.Wait))
-		}
-		if b.Ticket == 0 {
-			w.Null()
-		} else {
-			w.Int(b.Ticket)
-		}
+		writeWaitTicket(w, limited, b.Wait, b.Ticket)
 	}
 }

@@ -119,15 +119,22 @@ func writeReserveReply(w Writer, r engine.Result) {
 	retry, reset := r.Millis()
 	w.Array(7)
 	writeLimitFields(w, r.Limited, r.Limit, r.Remaining, retry, reset)
-	if r.Limited {
+	writeWaitTicket(w, r.Limited, r.Wait, r.Token)
+}
+
+// writeWaitTicket writes a reservation reply's last two elements (RL.*
+// and RL.ALL): the wait in ms, rounded up (act after it), -1 when
+// refused; the ticket, nil when none.
+func writeWaitTicket(w Writer, limited bool, wait, ticket int64) {
+	if limited {
 		w.Int(-1)
 	} else {
-		w.Int(engine.CeilMs(r.Wait))
+		w.Int(engine.CeilMs(wait))
 	}
-	if r.Token == 0 {
+	if ticket == 0 {
 		w.Null()
 	} else {
-		w.Int(r.Token)
+		w.Int(ticket)
 	}
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 
 	"github.com/rlserver/rlserver/internal/sat"
 )
@@ -69,25 +70,21 @@ func decodeSection(sec []byte, dl uint64, dst []pend) resv {
 	if len(sec) == 0 {
 		return rv
 	}
-	u, i := uvarint(sec, 0)
-	rv.last = int64(dl - uint64(unzz(u)))
-	u, i = uvarint(sec, i)
+	last, i := sectionLast(sec, dl)
+	rv.last = last
+	u, i := uvarint(sec, i)
 	rv.unit = int64(u)
 	u, i = uvarint(sec, i)
 	rv.next = int64(u)
-	prev := uint64(rv.last)
-	for i < len(sec) {
-		var n uint64
-		var t uint64
-		t, n, i = logRunAt(sec, i, prev)
-		rv.pend = append(rv.pend, pend{act: int64(t), cost: int64(n)})
-		prev = t
-	}
-	// Newest first in the record, oldest first here.
-	for a, b := 0, len(rv.pend)-1; a < b; a, b = a+1, b-1 {
-		rv.pend[a], rv.pend[b] = rv.pend[b], rv.pend[a]
-	}
+	rv.pend = logRuns(sec[i:], uint64(rv.last), rv.pend)
 	return rv
+}
+
+// sectionLast decodes a non-empty section's L, its first word, and
+// returns it with the offset past it.
+func sectionLast(sec []byte, dl uint64) (int64, int) {
+	u, i := uvarint(sec, 0)
+	return int64(dl - uint64(unzz(u))), i
 }
 
 // appendSection encodes rv (last > 0) under deadline dl.
@@ -95,14 +92,7 @@ func appendSection(dst []byte, dl uint64, rv resv) []byte {
 	dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(rv.last))))
 	dst = binary.AppendUvarint(dst, uint64(rv.unit))
 	dst = binary.AppendUvarint(dst, uint64(rv.next))
-	prev := uint64(rv.last)
-	for k := len(rv.pend) - 1; k >= 0; k-- {
-		t := uint64(rv.pend[k].act)
-		dst = binary.AppendUvarint(dst, uint64(rv.pend[k].cost))
-		dst = appendDur(dst, int64(prev-t))
-		prev = t
-	}
-	return dst
+	return appendPendRuns(dst, uint64(rv.last), rv.pend)
 }
 
 // at drops what has acted by now: the reservations at or before now, and
@@ -136,7 +126,8 @@ func (p parsed) inLine(now int64) bool {
 	case p.e.kind == KindLog:
 		return p.e.w.c > now
 	case p.runs != nil && !algorithmOf(p.e.kind).hasRuns:
-		return decodeSection(p.runs, uint64(p.e.deadline), nil).last > now
+		last, _ := sectionLast(p.runs, uint64(p.e.deadline)) // nothing else decoded
+		return last > now
 	}
 	return false
 }
@@ -532,18 +523,16 @@ func (st Store) reserveLocked(s *shard, off, end int, h uint64, key []byte, kind
 	return r, nil
 }
 
-// logRuns decodes an RL.LOG's runs (deadline dl) oldest first into dst.
-func logRuns(runs []byte, dl uint64, dst []pend) []pend {
+// logRuns decodes runs (an RL.LOG's, or a section's pending
+// reservations), the first relative to prev, oldest first into dst.
+func logRuns(runs []byte, prev uint64, dst []pend) []pend {
 	dst = dst[:0]
-	prev := dl
 	for i := 0; i < len(runs); {
 		t, n, next := logRunAt(runs, i, prev)
 		dst = append(dst, pend{act: int64(t), cost: int64(n)})
 		prev, i = t, next
 	}
-	for a, b := 0, len(dst)-1; a < b; a, b = a+1, b-1 {
-		dst[a], dst[b] = dst[b], dst[a]
-	}
+	slices.Reverse(dst) // newest first in the record
 	return dst
 }
 

@@ -74,7 +74,8 @@ func (st Store) ScanSlots(i int, pos int64, count int, now int64, fn func(KeyInf
 // end of its run.
 func (s *shard) scanTags(t []uint64, lo, hi uint64, now int64, fn func(KeyInfo)) int {
 	n := len(t)
-	from, span := home(uint32(lo), n), home(uint32(hi-1), n)-home(uint32(lo), n)
+	from := home(uint32(lo), n)
+	span := home(uint32(hi-1), n) - from
 	seen := 0
 	for k, p := 0, from; k < n && (k <= span || t[p] != 0); k, p = k+1, next(p, n) {
 		slot := t[p]
