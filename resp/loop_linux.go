@@ -518,6 +518,9 @@ func (l *loop) prefetch(lc *lconn, args [][]byte) {
 // write sends the connection's pending replies. What the socket does not
 // take now waits for writability, and the connection's input waits too.
 func (l *loop) write(lc *lconn) {
+	// The requests these replies answer count before the replies go:
+	// a client that has a reply finds its request in INFO.
+	l.s.node.CountTraffic(lc.c, lc.rd.TakeCount(), 0)
 	b := lc.w.Bytes()
 	sent := 0
 	for lc.out < len(b) {

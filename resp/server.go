@@ -228,8 +228,9 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 		if len(w.Bytes()) == 0 {
 			return true
 		}
+		srv.CountTraffic(c, rd.TakeCount(), 0) // before the replies go, as the loops count
 		n, err := rw.Write(w.Bytes())
-		srv.CountTraffic(c, rd.TakeCount(), n)
+		srv.CountTraffic(c, 0, n)
 		w.Reset()
 		return err == nil
 	}
