@@ -195,3 +195,39 @@ func BenchmarkMassExpiryStalls(b *testing.B) {
 	b.ReportMetric(float64(worst.Microseconds()), "worst-µs")
 	b.ReportMetric(float64(hold.Microseconds()), "sweep-hold-µs")
 }
+
+// BenchmarkFeedNext is a replication pump's read of the changes: batches
+// of 2,048 CL.THROTTLE decisions on random keys (a busy event loop's
+// worth between two pumps), then one NextEach over them (read=true), or
+// the decisions alone with no feed (read=false). ns/op is per change,
+// the decision included: the read's cost is the difference.
+func BenchmarkFeedNext(b *testing.B) {
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		for _, read := range []bool{false, true} {
+			b.Run("keys="+strconv.Itoa(n)+"/read="+strconv.FormatBool(read), func(b *testing.B) {
+				e, keys, g, now := filledThrottle(8, n)
+				var f *Feed
+				if read {
+					f = e.NewFeed()
+					f.NextEach(func([]byte, *Record) {})
+				}
+				st := e.Store()
+				r := rand.New(rand.NewPCG(1, 2))
+				seen := 0
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += 2048 {
+					for range 2048 {
+						st.Throttle(keys[r.IntN(n)], g, 1, now)
+					}
+					if read {
+						f.NextEach(func(k []byte, r *Record) { seen += len(k) })
+					}
+				}
+				if read && seen == 0 {
+					b.Fatal("the feed reported nothing")
+				}
+			})
+		}
+	}
+}

@@ -22,7 +22,13 @@ type Feed struct {
 	bit byte // this feed's dirty bit in a record header
 	// pending counts the changes Next would report now, over all shards.
 	pending atomic.Int64
+	// sink keeps prefetchTags's loads from being optimized away.
+	sink uint64
 }
+
+// feedPrefetch is how many listed tags takeLocked brings into the cache
+// at a time, ahead of reading their records.
+const feedPrefetch = 16
 
 // maxFeeds is the number of dirty bits a record header has room for.
 const maxFeeds = 4
@@ -131,7 +137,11 @@ func (f *Feed) takeLocked(s *shard, deleted func(string), written func(parsed)) 
 			deleted(k)
 		}
 	}
-	for _, tag := range fs.dirty {
+	large := max(len(s.slots), len(s.old)) >= prefetchMinSlots
+	for i, tag := range fs.dirty {
+		if large && i%feedPrefetch == 0 {
+			f.sink += s.prefetchTags(fs.dirty[i:min(i+feedPrefetch, len(fs.dirty))])
+		}
 		// Every record of the tag's probe runs (in both tables while
 		// entries move) with this feed's dirty bit: the listed record
 		// (unless it went, or was reported already) and any other of
@@ -243,3 +253,32 @@ func (s *shard) flushedLocked() {
 // betweenShards, if set (tests only), runs in Next between the shards it
 // reads.
 var betweenShards func()
+
+// prefetchTags loads the home slots of tags in one pass and the records
+// they point to in a second, so that the cache misses of a feed's read
+// overlap instead of following one another (Prefetch does the same for a
+// request's keys). It changes nothing; its result is derived from the
+// loads. s.mu must be held.
+func (s *shard) prefetchTags(tags []uint32) uint64 {
+	sink := uint64(0)
+	for _, tag := range tags {
+		if len(s.slots) > 0 {
+			sink += s.slots[home(tag, len(s.slots))]
+		}
+		if len(s.old) > 0 {
+			sink += s.old[home(tag, len(s.old))]
+		}
+	}
+	for _, tag := range tags {
+		for _, t := range [2][]uint64{s.slots, s.old} {
+			if len(t) == 0 {
+				continue
+			}
+			if off, ok := probeRecord(t, tag); ok {
+				sink += uint64(s.data[off])
+				break
+			}
+		}
+	}
+	return sink
+}
