@@ -166,6 +166,16 @@ var monoOrigin = time.Now()
 // twice, per command.
 func Mono() int64 { return int64(time.Since(monoOrigin)) }
 
+// monoOriginUnix is the wall clock at the origin of Mono, Unix ns.
+var monoOriginUnix = monoOrigin.UnixNano()
+
+// MonoUnix converts a Mono reading to Unix ns as the wall clock read when
+// the process started, advanced by the monotonic clock since: a wall time
+// without a second clock reading, for bookkeeping that only needs the
+// wall clock's rough position (RL.TOP's ten-second slices). It drifts
+// from the wall clock by whatever steps the wall clock took since.
+func MonoUnix(mono int64) int64 { return monoOriginUnix + mono }
+
 // NewReal returns a Real clock whose wall clock reads startNs (Unix ns) now
 // and then advances with the monotonic clock; it backs --clock-start, and
 // NewReal(time.Now().UnixNano()) behaves like the wall clock as it was at

@@ -197,10 +197,10 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 	cs[nNs].Add(end - c.mark)
 	n.observe(c, cmd, args, end-c.mark)
 	if d, ok := x.Decision(); ok {
-		n.decided(c, d, args[cmd.FirstKey])
+		n.decided(c, d, args[cmd.FirstKey], end)
 	}
 	for _, d := range x.Decisions() {
-		n.decided(c, d, args[d.Key])
+		n.decided(c, d, args[d.Key], end)
 	}
 	c.mark = end
 	if x.Failed() {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/topk"
@@ -100,8 +101,9 @@ type decisions struct {
 }
 
 // decided counts a decision of client c (commands.Ctx.Decide) and, if it
-// rejected, the key among the most rejected.
-func (n *Node) decided(c *Client, d commands.Decision, key []byte) {
+// rejected, the key among the most rejected at mono (the Mono reading
+// that ended the command: no second clock reading per refusal).
+func (n *Node) decided(c *Client, d commands.Decision, key []byte, mono int64) {
 	r := resultAdmitted
 	switch {
 	case d.Peek:
@@ -111,7 +113,7 @@ func (n *Node) decided(c *Client, d commands.Decision, key []byte) {
 	}
 	n.decs.cells[c.stripe].n[int(d.Kind)*nResults+r].Add(1)
 	if r == resultRejected {
-		n.top[c.stripe].Add(key, time.Now().UnixNano())
+		n.top[c.stripe].Add(key, clock.MonoUnix(mono))
 	}
 }
 
@@ -132,7 +134,7 @@ func (n *Node) TopRejected(count int) []commands.TopEntry {
 	for i := range n.top {
 		ws[i] = &n.top[i]
 	}
-	top := topk.Top(count, time.Now().UnixNano(), ws...)
+	top := topk.Top(count, clock.MonoUnix(clock.Mono()), ws...)
 	out := make([]commands.TopEntry, len(top))
 	for i, e := range top {
 		out[i] = commands.TopEntry{Key: e.Key, Count: e.Count}

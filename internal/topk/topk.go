@@ -12,6 +12,7 @@
 package topk
 
 import (
+	"hash/maphash"
 	"sort"
 	"sync"
 	"time"
@@ -31,62 +32,164 @@ type Entry struct {
 	Count int64
 }
 
-// summary is one slice's space-saving summary.
+// summary is one slice's space-saving summary: up to Capacity slots,
+// each a key and its count, found by the key's hash in an open-addressed
+// table and ordered by count in a min-heap, so that a key counted again
+// and a key taking the least counted one's slot both cost a hash, a probe
+// and a few heap steps (a scan of every count and a map insert of a new
+// string cost a refused request a quarter of the server's CPU when every
+// request was refused). A slot's key bytes are reused by the next key
+// that takes it, so the summary stops allocating once its slots exist.
 type summary struct {
 	start int64 // the slice's start, Unix ns; 0 if unused
-	index map[string]int
-	keys  []string
-	count []int64
+	n     int   // slots in use
+	keys  [Capacity][]byte
+	hash  [Capacity]uint64
+	count [Capacity]int64
+	heap  [Capacity]uint16 // slots, the least counted first
+	pos   [Capacity]uint16 // slot -> its index in heap
+	// table holds slot+1 at a key's hash position (linear probing), 0
+	// where empty; twice Capacity, so probe runs stay short.
+	table [2 * Capacity]uint16
 }
 
-// add counts key once.
-func (s *summary) add(key []byte) {
-	if i, ok := s.index[string(key)]; ok {
-		s.count[i]++
-		return
-	}
-	if len(s.keys) < Capacity {
-		k := string(key)
-		s.index[k] = len(s.keys)
-		s.keys = append(s.keys, k)
-		s.count = append(s.count, 1)
-		return
-	}
-	low := 0
-	for i, c := range s.count {
-		if c < s.count[low] {
-			low = i
+// tableMask maps a hash to a table position.
+const tableMask = 2*Capacity - 1
+
+// find returns key's slot and whether it is held.
+func (s *summary) find(key []byte, h uint64) (int, bool) {
+	for p := h & tableMask; s.table[p] != 0; p = (p + 1) & tableMask {
+		if i := int(s.table[p] - 1); s.hash[i] == h && string(s.keys[i]) == string(key) {
+			return i, true
 		}
 	}
-	delete(s.index, s.keys[low])
-	k := string(key)
-	s.index[k] = low
-	s.keys[low] = k
-	s.count[low]++
+	return 0, false
 }
 
-// Window is a sliding minute of summaries. Safe for concurrent use.
+// place puts slot i, whose hash is h, into the table.
+func (s *summary) place(i int, h uint64) {
+	p := h & tableMask
+	for s.table[p] != 0 {
+		p = (p + 1) & tableMask
+	}
+	s.table[p] = uint16(i + 1)
+}
+
+// unplace takes slot i, whose hash is h, out of the table, moving back
+// the entries after it that a hole would cut off from their home (the
+// deletion of linear probing, which needs no tombstones).
+func (s *summary) unplace(i int, h uint64) {
+	p := h & tableMask
+	for int(s.table[p]) != i+1 {
+		p = (p + 1) & tableMask
+	}
+	for q := (p + 1) & tableMask; s.table[q] != 0; q = (q + 1) & tableMask {
+		home := s.hash[s.table[q]-1] & tableMask
+		// The entry at q may move to the hole at p if its home is not
+		// in the cyclic range (p, q].
+		if (q > p && (home <= p || home > q)) || (q < p && home <= p && home > q) {
+			s.table[p] = s.table[q]
+			p = q
+		}
+	}
+	s.table[p] = 0
+}
+
+// down restores the heap below index j after its slot's count grew.
+func (s *summary) down(j int) {
+	for {
+		l := 2*j + 1
+		if l >= s.n {
+			return
+		}
+		c := l
+		if r := l + 1; r < s.n && s.count[s.heap[r]] < s.count[s.heap[l]] {
+			c = r
+		}
+		if s.count[s.heap[c]] >= s.count[s.heap[j]] {
+			return
+		}
+		s.heap[j], s.heap[c] = s.heap[c], s.heap[j]
+		s.pos[s.heap[j]], s.pos[s.heap[c]] = uint16(j), uint16(c)
+		j = c
+	}
+}
+
+// add counts key, whose hash is h, once.
+func (s *summary) add(key []byte, h uint64) {
+	if i, ok := s.find(key, h); ok {
+		s.count[i]++
+		s.down(int(s.pos[i]))
+		return
+	}
+	if s.n < Capacity {
+		// A new slot, counted once: the least a held key can have, so it
+		// goes up the heap to its top past any count above 1.
+		i := s.n
+		s.n++
+		s.keys[i] = append(s.keys[i][:0], key...)
+		s.hash[i], s.count[i] = h, 1
+		s.place(i, h)
+		j := i
+		for j > 0 && s.count[s.heap[(j-1)/2]] > 1 {
+			s.heap[j] = s.heap[(j-1)/2]
+			s.pos[s.heap[j]] = uint16(j)
+			j = (j - 1) / 2
+		}
+		s.heap[j], s.pos[i] = uint16(i), uint16(j)
+		return
+	}
+	i := int(s.heap[0]) // the least counted key gives its slot up
+	s.unplace(i, s.hash[i])
+	s.keys[i] = append(s.keys[i][:0], key...)
+	s.hash[i] = h
+	s.place(i, h)
+	s.count[i]++ // the count it inherits, and this one
+	s.down(0)
+}
+
+// reset empties s for the slice starting at start, keeping its key
+// buffers.
+func (s *summary) reset(start int64) {
+	s.start, s.n = start, 0
+	clear(s.table[:])
+}
+
+// Window is a sliding minute of summaries, each made when its slice is
+// first counted in. Safe for concurrent use.
 type Window struct {
 	mu     sync.Mutex
-	slices [Windows]summary
+	slices [Windows]*summary
 }
+
+// seed hashes keys for every summary.
+var seed = maphash.MakeSeed()
 
 // Add counts key once at now (Unix ns).
 func (w *Window) Add(key []byte, now int64) {
 	start := now - now%int64(Slice)
-	s := &w.slices[(now/int64(Slice))%Windows]
+	h := maphash.Bytes(seed, key)
 	w.mu.Lock()
-	if s.start != start {
-		*s = summary{start: start, index: make(map[string]int, 16)}
+	s := w.slices[(now/int64(Slice))%Windows]
+	if s == nil {
+		s = new(summary)
+		w.slices[(now/int64(Slice))%Windows] = s
 	}
-	s.add(key)
+	if s.start != start {
+		s.reset(start)
+	}
+	s.add(key, h)
 	w.mu.Unlock()
 }
 
 // Reset forgets every count.
 func (w *Window) Reset() {
 	w.mu.Lock()
-	w.slices = [Windows]summary{}
+	for _, s := range w.slices {
+		if s != nil {
+			s.reset(0)
+		}
+	}
 	w.mu.Unlock()
 }
 
@@ -96,13 +199,12 @@ func (w *Window) merge(into map[string]int64, now int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	oldest := now - now%int64(Slice) - (Windows-1)*int64(Slice)
-	for i := range w.slices {
-		s := &w.slices[i]
-		if s.start == 0 || s.start < oldest || s.start > now {
+	for _, s := range w.slices {
+		if s == nil || s.start == 0 || s.start < oldest || s.start > now {
 			continue
 		}
-		for j, k := range s.keys {
-			into[k] += s.count[j]
+		for i := range s.n {
+			into[string(s.keys[i])] += s.count[i]
 		}
 	}
 }

@@ -2,6 +2,7 @@ package topk
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -50,9 +51,9 @@ func TestHammeredKeysFirst(t *testing.T) {
 			t.Errorf("%q counted %d, below its 1000", e.Key, e.Count)
 		}
 	}
-	for i := range w.slices {
-		if n := len(w.slices[i].keys); n > Capacity {
-			t.Errorf("slice %d holds %d keys", i, n)
+	for i, s := range w.slices {
+		if s != nil && s.n > Capacity {
+			t.Errorf("slice %d holds %d keys", i, s.n)
 		}
 	}
 	// Past the minute, nothing is left.
@@ -81,6 +82,87 @@ func TestMemoryBounded(t *testing.T) {
 		t.Errorf("heap grew %d bytes for 1e6 keys, want at most %d", grown, limit)
 	}
 	runtime.KeepAlive(&w)
+}
+
+// TestSummaryInvariants: over random skewed streams (a few hot keys, many
+// cold ones, keys removed and taken again), after every few adds: the
+// counts add up to the adds (space-saving's invariant), no held count is
+// below the key's true count, a key counted more than adds/Capacity times
+// is held, every held key is found by its hash and no other is, and the
+// heap's top is the least count.
+func TestSummaryInvariants(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		var s summary
+		s.reset(1)
+		truth := map[string]int64{}
+		cold := 100 + rng.IntN(5000)
+		adds := int64(0)
+		for n := range 20_000 {
+			var k string
+			if rng.IntN(3) == 0 {
+				k = fmt.Sprintf("hot:%d", rng.IntN(8))
+			} else {
+				k = fmt.Sprintf("cold:%d", rng.IntN(cold))
+			}
+			s.add([]byte(k), maphash.String(seed0, k))
+			truth[k]++
+			adds++
+			if n%97 != 0 {
+				continue
+			}
+			sum := int64(0)
+			held := map[string]bool{}
+			for i := range s.n {
+				k := string(s.keys[i])
+				sum += s.count[i]
+				held[k] = true
+				if s.count[i] < truth[k] {
+					t.Fatalf("seed %d: %q counted %d, below its %d", seed, k, s.count[i], truth[k])
+				}
+				if j, ok := s.find(s.keys[i], s.hash[i]); !ok || j != i {
+					t.Fatalf("seed %d: %q not found in its slot", seed, k)
+				}
+				if s.count[s.heap[0]] > s.count[i] {
+					t.Fatalf("seed %d: the heap's top %d is above %d", seed, s.count[s.heap[0]], s.count[i])
+				}
+				if int(s.heap[s.pos[i]]) != i {
+					t.Fatalf("seed %d: slot %d's heap position is wrong", seed, i)
+				}
+			}
+			if sum != adds {
+				t.Fatalf("seed %d: counts add up to %d after %d adds", seed, sum, adds)
+			}
+			for k, c := range truth {
+				if c > adds/Capacity && !held[k] {
+					t.Fatalf("seed %d: %q counted %d (> %d/%d) is not held", seed, k, c, adds, Capacity)
+				}
+				if !held[k] {
+					if _, ok := s.find([]byte(k), maphash.String(seed0, k)); ok {
+						t.Fatalf("seed %d: %q found but not held", seed, k)
+					}
+				}
+			}
+		}
+	}
+}
+
+// seed0 hashes the keys of TestSummaryInvariants (any seed will do).
+var seed0 = maphash.MakeSeed()
+
+// BenchmarkAddRefused is a stream of 1,000 keys counted in turn, as when
+// a server refuses every request on 1,000 keys: most adds take the least
+// counted key's slot.
+func BenchmarkAddRefused(b *testing.B) {
+	var w Window
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "rl:gcra:%012d", i*7919%1000)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		w.Add(keys[i%len(keys)], 1_700_000_000_000_000_000)
+	}
 }
 
 func BenchmarkAddHeld(b *testing.B) {
