@@ -4,8 +4,10 @@
 # command, in one session, interleaved round by round. For each target and round:
 #   1. throughput of the primary alone, then with a replica attached (redis-benchmark,
 #      SETTINGS, TESTS): the cost of one replica is the ratio;
-#   2. replication lag under load (redis-benchmark at each of LAG_SETTINGS, the same
-#      command): bench/cmd/repllag writes PROBES probe keys on the primary, one at a
+#   2. replication lag under load (the same command at each of LAG_SETTINGS: c:P sent
+#      by redis-benchmark as fast as the primary answers, c:P:rate paced by
+#      bench/cmd/pacedload to rate commands a second, the same load for both targets):
+#      bench/cmd/repllag writes PROBES probe keys on the primary, one at a
 #      time, and times each until EXISTS answers 1 on the replica (p50/p90/p99/max, an
 #      upper bound including one replica round trip, printed too), and the load's rate;
 #   3. full sync: the primary filled with KEYS keys (harness/fill.py), a replica started,
@@ -14,7 +16,7 @@
 # CLIENT_CPUS. Prints CSV tables; raw files stay under OUT.
 #
 # Knobs (environment), defaults in brackets:
-#   ROUNDS [3]  DURATION [3]  SETTINGS ["50:16"]  LAG_SETTINGS ["50:16 50:1"]
+#   ROUNDS [3]  DURATION [3]  SETTINGS ["50:16"]  LAG_SETTINGS ["50:16 50:1"] (c:P:rate paces)
 #   TESTS [gcra bucket]  KEYSPACE [100000]
 #   PROBES [2000]  KEYS [1000000]  SERVER_CPUS [0]  CLIENT_CPUS [1]
 #   RPORT [16379] RPORT2 [16380] PORT [7379] PORT2 [7380]  OUT [bench-results/replication-<date>]
@@ -47,6 +49,8 @@ OUT=$(cd "$OUT" && pwd)
 build_rlserver
 LAG=$OUT/repllag
 (cd "$ROOT" && go build -o "$LAG" ./bench/cmd/repllag) || die "go build ./bench/cmd/repllag failed"
+PACED=$OUT/pacedload
+(cd "$ROOT" && go build -o "$PACED" ./bench/cmd/pacedload) || die "go build ./bench/cmd/pacedload failed"
 
 # calls PORT: limiter calls so far, the load's and the probes' (INFO commandstats: EVALSHA
 # on Redis, whose total counts the scripts' inner calls too; the limiter on rlserver).
@@ -87,7 +91,7 @@ replica() {
 }
 
 LAG_CSV=$OUT/lag.csv SYNC_CSV=$OUT/fullsync.csv
-echo "round,target,test,clients,pipeline,load_rps,probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,replica_rtt_p50_us" >"$LAG_CSV"
+echo "round,target,test,clients,pipeline,paced_rps,load_rps,probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,replica_rtt_p50_us" >"$LAG_CSV"
 echo "round,target,keys,fill_s,sync_s,replica_keys" >"$SYNC_CSV"
 for r in $(seq "$ROUNDS"); do
   for target in ${TARGETS:-redis rlserver}; do
@@ -101,8 +105,14 @@ for r in $(seq "$ROUNDS"); do
         line=$(limiter_cmd "$target" "$t" bench)
         # The load: the same traffic as above, for as long as the probes take; its rate
         # from the primary's command count.
-        # shellcheck disable=SC2086
-        $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$P_PORT" -c "${s%%:*}" -P "${s##*:}" -n 100000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &
+        IFS=: read -r lc lp lrate <<<"$s"
+        if [ -n "$lrate" ]; then
+          # shellcheck disable=SC2086
+          $(pin "$CLIENT_CPUS") "$PACED" -addr "$HOST:$P_PORT" -c "$lc" -p "$lp" -rate "$lrate" -keys "$KEYSPACE" $line >"$OUT/paced-$target-$t-$s-$r.txt" 2>&1 &
+        else
+          # shellcheck disable=SC2086
+          $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$P_PORT" -c "$lc" -P "$lp" -n 100000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &
+        fi
         load=$!
         sleep 0.5
         c0=$(calls "$P_PORT") t0=$(date +%s.%N)
@@ -111,7 +121,7 @@ for r in $(seq "$ROUNDS"); do
         c1=$(calls "$P_PORT") t1=$(date +%s.%N)
         kill "$load" 2>/dev/null; wait "$load" 2>/dev/null || true
         rps=$(awk -v a="$c0" -v b="$c1" -v x="$t0" -v y="$t1" 'BEGIN {printf "%.0f", (b - a) / (y - x)}')
-        echo "$r,$target,$t,${s%%:*},${s##*:},$rps,$row" >>"$LAG_CSV"
+        echo "$r,$target,$t,$lc,$lp,${lrate:-max},$rps,$row" >>"$LAG_CSV"
         hlog "$target round $r $t at $s ($rps ops/s) lag: $row"
       done
     done

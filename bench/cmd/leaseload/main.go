@@ -14,19 +14,16 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rlserver/rlserver/bench/gauge"
+	"github.com/rlserver/rlserver/bench/respconn"
 )
 
 // acquireLua and releaseLua are the sorted-set semaphore: a lease's end
@@ -63,8 +60,8 @@ func main() {
 	// encoded by hand and replies read without building values.
 	var acq, rel string
 	if *mode == "zset" {
-		c := dial(*addr)
-		acq, rel = c.load(acquireLua), c.load(releaseLua)
+		c := respconn.Dial(*addr)
+		acq, rel = c.Load(acquireLua), c.Load(releaseLua)
 		c.Close()
 	}
 	// unit appends one unit's commands for key k; perUnit is their count.
@@ -73,34 +70,34 @@ func main() {
 		key := strconv.Itoa(k)
 		switch *mode {
 		case "lease":
-			b = appendCmd(b, "RL.ACQUIRE", "lease:"+key, "100", "60s")
-			return appendCmd(b, "RL.RELEASE", "lease:"+key, "ANY")
+			b = respconn.AppendCmd(b, "RL.ACQUIRE", "lease:"+key, "100", "60s")
+			return respconn.AppendCmd(b, "RL.RELEASE", "lease:"+key, "ANY")
 		case "fixed":
-			return appendCmd(b, "RL.FIXED", "fixed:"+key, "1000000", "60s")
+			return respconn.AppendCmd(b, "RL.FIXED", "fixed:"+key, "1000000", "60s")
 		case "zset":
-			b = appendCmd(b, "EVALSHA", acq, "1", "sem:"+key, "100", "60000")
-			return appendCmd(b, "EVALSHA", rel, "1", "sem:"+key)
+			b = respconn.AppendCmd(b, "EVALSHA", acq, "1", "sem:"+key, "100", "60000")
+			return respconn.AppendCmd(b, "EVALSHA", rel, "1", "sem:"+key)
 		}
-		fail("unknown mode %q", *mode)
+		respconn.Fail("unknown mode %q", *mode)
 		return nil
 	}
 	if *mode == "fixed" {
 		perUnit = 1
 	}
 	// A warm-up, which also checks the commands work.
-	c := dial(*addr)
+	c := respconn.Dial(*addr)
 	if _, err := c.Write(unit(nil, 0)); err != nil {
-		fail("write: %v", err)
+		respconn.Fail("write: %v", err)
 	}
 	for range perUnit {
-		if r := c.reply(); r.err != "" {
-			fail("%s: %s", *mode, r.err)
+		if r := c.Reply(); r.Err != "" {
+			respconn.Fail("%s: %s", *mode, r.Err)
 		}
 	}
 	c.Close()
 
 	gaugeBefore := gauge.Ms()
-	cpu0 := cpuTicks(*pid)
+	cpu0 := respconn.CPUTicks(*pid)
 	var units, taken, given, errs atomic.Int64
 	deadline := time.Now().Add(*duration)
 	t0 := time.Now()
@@ -109,7 +106,7 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := dial(*addr)
+			c := respconn.Dial(*addr)
 			defer c.Close()
 			r := rand.New(rand.NewPCG(uint64(w), 28))
 			var buf []byte
@@ -119,17 +116,17 @@ func main() {
 					buf = unit(buf, r.IntN(*keys))
 				}
 				if _, err := c.Write(buf); err != nil {
-					fail("write: %v", err)
+					respconn.Fail("write: %v", err)
 				}
 				for i := range *pipe * perUnit {
-					rp := c.reply()
+					rp := c.Reply()
 					switch {
-					case rp.err != "":
+					case rp.Err != "":
 						errs.Add(1)
 					case perUnit == 1:
-					case i%2 == 0 && rp.token:
+					case i%2 == 0 && rp.Token:
 						taken.Add(1)
-					case i%2 == 1 && rp.n == 1:
+					case i%2 == 1 && rp.N == 1:
 						given.Add(1)
 					}
 				}
@@ -139,7 +136,7 @@ func main() {
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
-	cpu := float64(cpuTicks(*pid)-cpu0) / 100 // USER_HZ
+	cpu := float64(respconn.CPUTicks(*pid)-cpu0) / 100 // USER_HZ
 	gaugeAfter := gauge.Ms()
 	n := units.Load()
 	line := fmt.Sprintf("label=%s mode=%s units=%d secs=%.2f units_per_sec=%.0f taken=%d given=%d errors=%d cpu_secs=%.2f",
@@ -148,111 +145,4 @@ func main() {
 		line += fmt.Sprintf(" us_cpu_per_unit=%.3f", cpu*1e6/float64(n))
 	}
 	fmt.Println(line + fmt.Sprintf(" gauge_before_ms=%.1f gauge_after_ms=%.1f", gaugeBefore, gaugeAfter))
-}
-
-// conn is a RESP connection.
-type conn struct {
-	net.Conn
-	rd *bufio.Reader
-}
-
-func dial(addr string) *conn {
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		fail("dial %s: %v", addr, err)
-	}
-	return &conn{Conn: nc, rd: bufio.NewReaderSize(nc, 64<<10)}
-}
-
-// load loads a script and returns its SHA1.
-func (c *conn) load(script string) string {
-	if _, err := c.Write(appendCmd(nil, "SCRIPT", "LOAD", script)); err != nil {
-		fail("write: %v", err)
-	}
-	line, err := c.rd.ReadString('\n')
-	if err != nil || line[0] != '$' {
-		fail("SCRIPT LOAD: %q %v", line, err)
-	}
-	sha, err := c.rd.ReadString('\n')
-	if err != nil {
-		fail("SCRIPT LOAD: %v", err)
-	}
-	return strings.TrimSpace(sha)
-}
-
-// reply is what a unit's replies say: an error's text, an integer, and
-// whether an acquisition gave a token (an integer, alone or as an
-// RL.ACQUIRE reply's last element).
-type reply struct {
-	err   string
-	n     int64
-	token bool
-}
-
-// reply reads one reply.
-func (c *conn) reply() reply {
-	line, err := c.rd.ReadSlice('\n')
-	if err != nil {
-		fail("read: %v", err)
-	}
-	body := string(line[1 : len(line)-2])
-	switch line[0] {
-	case '-':
-		return reply{err: body}
-	case ':':
-		n, _ := strconv.ParseInt(body, 10, 64)
-		return reply{n: n, token: true}
-	case '$':
-		n, _ := strconv.Atoi(body)
-		if n >= 0 {
-			if _, err := c.rd.Discard(n + 2); err != nil {
-				fail("read: %v", err)
-			}
-		}
-		return reply{}
-	case '*':
-		n, _ := strconv.Atoi(body)
-		var last reply
-		for range max(n, 0) {
-			last = c.reply()
-		}
-		return reply{token: n == 6 && last.token}
-	}
-	return reply{err: "unexpected " + body}
-}
-
-// appendCmd appends a command in RESP.
-func appendCmd(b []byte, args ...string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
-}
-
-// cpuTicks reads a process's user plus system time, in clock ticks (0 for
-// no process).
-func cpuTicks(pid int) int64 {
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		fail("read /proc/%d/stat: %v", pid, err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s
-}
-
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "leaseload: "+format+"\n", args...)
-	os.Exit(1)
 }
