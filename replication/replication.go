@@ -376,7 +376,6 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 	} else {
 		m.clk.Yield() // the new primary's timeline may be behind ours
 		m.dropLinksLocked()
-		m.setWritesLocked()
 		// Heartbeats after the last change decide nothing, and the new
 		// primary may not have received them (it was promoted in
 		// between): offer the history up to the last change only.
@@ -386,6 +385,7 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 		}
 	}
 	m.up = m.startFollowing(host, port)
+	m.setWritesLocked() // read-only from now: a write admitted after REPLICAOF would be lost to the sync
 	return false
 }
 

@@ -100,9 +100,10 @@ func (p *pollSource) Read(b []byte) (int, error) {
 	return 0, os.NewSyscallError("read", e)
 }
 
-// startLoops starts one loop per P; false if epoll is unavailable.
+// startLoops starts one loop per P (a spare P not counted); false if
+// epoll is unavailable.
 func (s *Server) startLoops() bool {
-	n := max(runtime.GOMAXPROCS(0), 1)
+	n := loopProcs()
 	for range n {
 		l, err := newLoop(s, len(s.loops))
 		if err != nil {

@@ -552,3 +552,36 @@ func TestWaitInsideExecWhileThePumpRuns(t *testing.T) {
 		require.Regexp(t, `^\[\[0 1000000 \d+ -1 \d+\] [01] \["master" .*connected_slaves:1`, replies[i])
 	}
 }
+
+// TestReplicaHasASpareP: a replica runs one P beyond its event loops, so
+// its link applies the stream as it arrives instead of when a loop next
+// yields (resp/spare.go); a promoted replica gives it back, and so does a
+// replica that stops.
+func TestReplicaHasASpareP(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("event loops are Linux-only")
+	}
+	p, r := startRepl(t), startRepl(t)
+	base := runtime.GOMAXPROCS(0)
+	follow(t, r, p)
+	require.Equal(t, base+1, runtime.GOMAXPROCS(0), "a replica")
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "NO", "ONE"))
+	require.Equal(t, base, runtime.GOMAXPROCS(0), "promoted")
+	follow(t, r, p)
+	require.Equal(t, base+1, runtime.GOMAXPROCS(0), "a replica again")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, r.s.Close(ctx))
+	require.Equal(t, base, runtime.GOMAXPROCS(0), "stopped")
+}
+
+// TestReplicaOfRefusesWritesAtOnce: from the reply to REPLICAOF on, a
+// demoted primary refuses writes, before its link is up. A write it
+// admitted then would be lost to the sync with its new primary, which
+// never counted it: a request admitted twice.
+func TestReplicaOfRefusesWritesAtOnce(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	require.True(t, strings.HasPrefix(r.c.Do("RL.FIXED", "k", "1", "60s"), "[0 1 0 -1 "), "a primary takes writes")
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(p.port)))
+	require.Equal(t, "-READONLY You can't write against a read only replica.", r.c.Do("RL.FIXED", "k2", "1", "60s"))
+}

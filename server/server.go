@@ -190,7 +190,8 @@ func Start(opts Options) (*Server, error) {
 	var (
 		nd    *node.Node
 		clus  *cluster.Cluster
-		front atomic.Pointer[rls.Server] // set once it serves
+		front atomic.Pointer[rls.Server]  // set once it serves
+		rsrv  atomic.Pointer[resp.Server] // set once made
 	)
 	repl := replication.New(replication.Options{
 		Engine: e, Clock: tl, Logger: log, BacklogSize: int(min(cfg.ReplBacklogSize, 1<<40)),
@@ -211,6 +212,9 @@ func Start(opts Options) (*Server, error) {
 			}
 			if f := front.Load(); f != nil {
 				f.SetServing(w == replication.WritesOK)
+			}
+			if r := rsrv.Load(); r != nil {
+				r.SetSpareP(w == replication.WritesReadOnly) // the link applies at once (resp/spare.go)
 			}
 		},
 	})
@@ -279,6 +283,8 @@ func Start(opts Options) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{Metrics: ms, RLS: rs, Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
 		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
+	rsrv.Store(s.resp)
+	s.resp.SetSpareP(repl.IsReplica())
 	if cfg.ReplicaOf != "" {
 		host, port, _ := node.ParseReplicaOf(cfg.ReplicaOf) // Validate accepted it
 		repl.ReplicaOf(host, port)
