@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Where a request's server CPU goes: for each round and test, a fresh rlserver (pinned to
+# SERVER_CPUS, GOMAXPROCS=1, --pprof-addr) gets redis-benchmark's traffic (c=50 P=16 on
+# KEYSPACE random keys, the client on CLIENT_CPUS) and, after WARMUP seconds, a CPU profile of
+# SECS seconds is taken with the requests it served (INFO total_commands_processed) and its CPU
+# ticks over the same window. REPLICA=1 attaches a replica (on CLIENT_CPUS) first: the
+# primary's profile then shows what its replica costs it. Writes OUT/runs.txt and
+# OUT/p5-<test>-<round>.pprof, then prints harness/cpusplit.py's table (ns per request in each
+# part, medians over the rounds).
+#
+# Knobs (environment), defaults in brackets:
+#   ROUNDS [3]  TESTS [ping gcra fixed slide bucket log]  KEYSPACE [100000]  SECS [6]  WARMUP [2]
+#   REPLICA [0]  SERVER_CPUS [0]  CLIENT_CPUS [1]  PORT [7379] PORT2 [7380] PPROF [6061]
+#   RLSERVER_BIN [] a built rlserver (default: build this checkout)  OUT [bench-results/cpu-<date>]
+# Needs Go, curl, python3, taskset and Debian's redis-tools.
+set -euo pipefail
+source "$(dirname "$0")/harness/lib.sh"
+need redis-cli redis-benchmark curl python3
+ROUNDS=${ROUNDS:-3}
+TESTS=${TESTS:-"ping gcra fixed slide bucket log"}
+KEYSPACE=${KEYSPACE:-100000}
+SECS=${SECS:-6}
+WARMUP=${WARMUP:-2}
+REPLICA=${REPLICA:-0}
+SERVER_CPUS=${SERVER_CPUS-0}
+CLIENT_CPUS=${CLIENT_CPUS-1}
+PORT=${PORT:-7379}
+PORT2=${PORT2:-7380}
+PPROF=${PPROF:-6061}
+OUT=${OUT:-$ROOT/bench-results/cpu-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+build_rlserver
+served() { redis-cli -h "$HOST" -p "$1" INFO stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" {print $2}'; }
+: >"$OUT/runs.txt"
+for r in $(seq "$ROUNDS"); do
+  for t in $TESTS; do
+    if [ "$t" = ping ]; then line=PING; else line=$(limiter_cmd rlserver "$t" bench); fi
+    start_rlserver "$PORT" "$SERVER_CPUS" 1 --save-interval 0 --pprof-addr "$HOST:$PPROF"
+    pid=$RL_PID
+    if [ "$REPLICA" = 1 ]; then
+      start_rlserver "$PORT2" "$CLIENT_CPUS" 1 --save-interval 0 --replicaof "$HOST $PORT"
+      rpid=$RL_PID
+      for _ in $(seq 6000); do
+        redis-cli -h "$HOST" -p "$PORT2" INFO replication | tr -d '\r' | grep -q '^master_link_status:up$' && break
+        sleep 0.01
+      done
+    fi
+    # shellcheck disable=SC2086
+    $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$PORT" -c 50 -P 16 -n 1000000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &
+    load=$!
+    sleep "$WARMUP"
+    c0=$(proc_ticks "$pid") n0=$(served "$PORT")
+    curl -sf -o "$OUT/p5-$t-$r.pprof" "http://$HOST:$PPROF/debug/pprof/profile?seconds=$SECS" || die "no profile from $HOST:$PPROF"
+    c1=$(proc_ticks "$pid") n1=$(served "$PORT")
+    kill "$load" 2>/dev/null; wait "$load" 2>/dev/null || true
+    [ "$REPLICA" = 1 ] && stop_server "$rpid"
+    stop_server "$pid"
+    echo "p5-$t-$r: reqs $((n1 - n0)) cpu_ticks $((c1 - c0))" | tee -a "$OUT/runs.txt" >&2
+  done
+done
+python3 "$HARNESS/cpusplit.py" "$OUT/runs.txt" "$OUT"
