@@ -5,7 +5,8 @@
 # the commit before it and the commit with it, and compare. Server pinned to SERVER_CPUS
 # (GOMAXPROCS=1), client to CLIENT_CPUS. Every run is framed by the noise gauge (bench/gauge,
 # on SERVER_CPUS) and counts the server's involuntary context switches (raw.csv); runs whose
-# gauge strays from the sitting's median are dropped. Prints, per setting and test, the runs
+# gauge strays from the sitting's median are dropped, and more rounds are run (up to REPEATS)
+# until every setting and test has ROUNDS runs kept on each side. Prints, per setting and test, the runs
 # kept, the medians over them, with their range, of ops/s and of server CPU per request (the
 # server-side cost, which the client-bound ops/s at P=16 hides), and B over A.
 #
@@ -18,6 +19,8 @@
 #   GAUGE_TOL [0.1] a run whose noise gauge (a fixed CPU loop on SERVER_CPUS, timed before
 #        and after it) is further than this fraction from the sitting's median is dropped; the
 #        table says how many runs of each were kept, and every median has its range
+#   REPEATS [ROUNDS] at most this many rounds more, run while some setting and test has fewer
+#        than ROUNDS runs kept on a side (the table's "runs kept" counts all rounds run)
 #   FLAGS ["--save-interval 0"] the servers' flags (e.g. "--save-interval 1s": snapshots on;
 #        each run then waits 1.5 s of idle server, not 0.3, before its CPU is read: settle)
 #   SCRAPE_A, SCRAPE_B [] a URL to GET every second while that side runs (a Prometheus
@@ -36,6 +39,7 @@ SETTINGS=${SETTINGS:-"50:16"}
 KEYSPACE=${KEYSPACE:-100000}
 N=${N:-}
 GAUGE_TOL=${GAUGE_TOL:-0.1}
+REPEATS=${REPEATS:-$ROUNDS}
 # shellcheck disable=SC2034  # read by run_throughput: FLUSHALL before every run
 FLUSH=1
 TESTS=${TESTS:-"ping_mbulk gcra fixed log slide bucket"}
@@ -48,27 +52,7 @@ read -r -a FLAGS_B_V <<<"${FLAGS_B:-$FLAGS}"
 OUT=${OUT:-$ROOT/bench-results/ab-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-for r in $(seq "$ROUNDS"); do
-  for side in A B; do
-    RLSERVER=${!side}
-    flagv="FLAGS_${side}_V[@]"
-    # A side with snapshots (any --save-interval but 0; the server's default is 1s)
-    # settles for longer after a run: its last changes are written up to a second later.
-    case " ${!flagv} " in *" --save-interval 0 "*) SETTLE_S=0.3 ;; *) SETTLE_S=1.5 ;; esac
-    start_rlserver "$PORT" "$SERVER_CPUS" 1 "${!flagv}"
-    scrape="SCRAPE_${side}"
-    scraper=
-    if [ -n "${!scrape:-}" ]; then
-      (while sleep 1; do curl -sf -o /dev/null "${!scrape}" || echo "scrape of ${!scrape} failed" >&2; done) &
-      scraper=$!
-    fi
-    run_throughput rlserver "$PORT" "$RL_PID" "$OUT/$side" "$r"
-    [ -z "$scraper" ] || kill "$scraper"
-    stop_server "$RL_PID"
-  done
-done
-hlog "raw CSVs in $OUT/A and $OUT/B"
-python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" <<'PY'
+ANALYSIS=$(cat <<'PY'
 import csv, statistics, sys
 
 # The noise check: a run whose gauge (a fixed CPU loop on the server's CPU, timed before and
@@ -97,6 +81,10 @@ def fmt(xs, f):
     return f"{f(statistics.median(xs))} ({f(min(xs))}-{f(max(xs))})" if xs else "-"
 
 a, b = load(rows["A"]), load(rows["B"])
+if len(sys.argv) > 4 and sys.argv[4] == "short":  # how many runs the worst side still lacks
+    want = int(sys.argv[5])
+    print(max([want - len(e["kept"]) for side in (a, b) for e in side.values()] + [0]))
+    sys.exit(0)
 print(f"noise gauge: median {mid:.1f} ms over {len(gauges)} readings; runs more than {tol:.0%} away dropped")
 print("| setting | test | runs kept A, B | A ops/s | B ops/s | B/A | A server µs/request | B server µs/request | B/A |")
 print("|---|---|---|---|---|---|---|---|---|")
@@ -108,3 +96,39 @@ for k in sorted(set(a) & set(b)):
           f"{fmt([v[0] for v in x], lambda z: f'{z:,.0f}')} | {fmt([v[0] for v in y], lambda z: f'{z:,.0f}')} | {ra:.2f} | "
           f"{fmt([v[1] for v in x], lambda z: f'{z:.2f}')} | {fmt([v[1] for v in y], lambda z: f'{z:.2f}')} | {rc:.2f} |")
 PY
+)
+# round R: an A run, then a B run, each on a fresh server.
+round() {
+  local r=$1 side flagv scrape scraper
+  for side in A B; do
+    RLSERVER=${!side}
+    flagv="FLAGS_${side}_V[@]"
+    # A side with snapshots (any --save-interval but 0; the server's default is 1s)
+    # settles for longer after a run: its last changes are written up to a second later.
+    case " ${!flagv} " in *" --save-interval 0 "*) SETTLE_S=0.3 ;; *) SETTLE_S=1.5 ;; esac
+    start_rlserver "$PORT" "$SERVER_CPUS" 1 "${!flagv}"
+    scrape="SCRAPE_${side}"
+    scraper=
+    if [ -n "${!scrape:-}" ]; then
+      (while sleep 1; do curl -sf -o /dev/null "${!scrape}" || echo "scrape of ${!scrape} failed" >&2; done) &
+      scraper=$!
+    fi
+    run_throughput rlserver "$PORT" "$RL_PID" "$OUT/$side" "$r"
+    [ -z "$scraper" ] || kill "$scraper"
+    stop_server "$RL_PID"
+  done
+}
+for r in $(seq "$ROUNDS"); do round "$r"; done
+# Runs the noise gauge drops are made up for: while some setting and test has fewer than ROUNDS
+# runs kept on a side, one more round, at most REPEATS more (the analysis below, asked "short",
+# prints how many kept runs the worst side lacks).
+r=$ROUNDS
+while [ "$r" -lt $((ROUNDS + REPEATS)) ]; do
+  lack=$(python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" short "$ROUNDS" <<<"$ANALYSIS")
+  [ "$lack" -gt 0 ] || break
+  r=$((r + 1))
+  hlog "$lack run(s) short of $ROUNDS kept on a side: round $r"
+  round "$r"
+done
+hlog "raw CSVs in $OUT/A and $OUT/B"
+python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" <<<"$ANALYSIS"
