@@ -9,9 +9,9 @@ import (
 // epoll wait, see loop.wait), so a goroutine outside the loops runs only
 // when a loop ends a round. For a replica's link to its primary that is
 // lag: the stream's bytes arrive, and are applied up to a millisecond
-// later, when a loop next yields (a replica's median lag at a low rate
-// was 0.22-0.28 ms, and 0.07 ms with a spare P, against Redis's 0.08).
-// With one P more than there are loops, that goroutine runs at once.
+// later, when a loop next yields. With one P more than there are loops,
+// that goroutine runs as soon as its bytes arrive (bench/RESULTS.md,
+// "Side by side again, paced").
 var spare struct {
 	mu     sync.Mutex
 	base   int // GOMAXPROCS when the first loops started: one loop per P

@@ -36,10 +36,9 @@ type Entry struct {
 // each a key and its count, found by the key's hash in an open-addressed
 // table and ordered by count in a min-heap, so that a key counted again
 // and a key taking the least counted one's slot both cost a hash, a probe
-// and a few heap steps (a scan of every count and a map insert of a new
-// string cost a refused request a quarter of the server's CPU when every
-// request was refused). A slot's key bytes are reused by the next key
-// that takes it, so the summary stops allocating once its slots exist.
+// and a few heap steps. Every refused request passes here, so it must
+// cost little and allocate nothing: a slot's key bytes are reused by the
+// next key that takes it.
 type summary struct {
 	start int64 // the slice's start, Unix ns; 0 if unused
 	n     int   // slots in use
