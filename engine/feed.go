@@ -262,23 +262,10 @@ var betweenShards func()
 func (s *shard) prefetchTags(tags []uint32) uint64 {
 	sink := uint64(0)
 	for _, tag := range tags {
-		if len(s.slots) > 0 {
-			sink += s.slots[home(tag, len(s.slots))]
-		}
-		if len(s.old) > 0 {
-			sink += s.old[home(tag, len(s.old))]
-		}
+		sink += s.loadHome(tag)
 	}
 	for _, tag := range tags {
-		for _, t := range [2][]uint64{s.slots, s.old} {
-			if len(t) == 0 {
-				continue
-			}
-			if off, ok := probeRecord(t, tag); ok {
-				sink += uint64(s.data[off])
-				break
-			}
-		}
+		sink += s.loadRecord(tag)
 	}
 	return sink
 }

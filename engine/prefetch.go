@@ -72,29 +72,40 @@ func (e *Engine) Prefetch(keys [][]byte) uint64 {
 func (e *Engine) prefetchLocked(hs []uint64) uint64 {
 	sink := uint64(0)
 	for _, h := range hs {
-		s := e.shards[(h>>32)&e.mask]
-		tag := tagOf(h)
-		if len(s.slots) > 0 {
-			sink += s.slots[home(tag, len(s.slots))]
-		}
-		if len(s.old) > 0 { // entries moving: the key may not have moved yet
-			sink += s.old[home(tag, len(s.old))]
-		}
+		sink += e.shards[(h>>32)&e.mask].loadHome(tagOf(h))
 	}
 	for _, h := range hs {
-		s := e.shards[(h>>32)&e.mask]
-		tag := tagOf(h)
-		for _, t := range [2][]uint64{s.slots, s.old} {
-			if len(t) == 0 {
-				continue
-			}
-			if off, ok := probeRecord(t, tag); ok {
-				sink += uint64(s.data[off])
-				break
-			}
-		}
+		sink += e.shards[(h>>32)&e.mask].loadRecord(tagOf(h))
 	}
 	return sink
+}
+
+// loadHome loads tag's home slot, in both tables while entries move (the
+// key may not have moved yet): a prefetch pass's first load. It returns a
+// value derived from what it loaded.
+func (s *shard) loadHome(tag uint32) uint64 {
+	sink := uint64(0)
+	if len(s.slots) > 0 {
+		sink += s.slots[home(tag, len(s.slots))]
+	}
+	if len(s.old) > 0 {
+		sink += s.old[home(tag, len(s.old))]
+	}
+	return sink
+}
+
+// loadRecord loads the first byte of the record tag's probe run points
+// to, if loadHome's slots lead to one: a prefetch pass's second load.
+func (s *shard) loadRecord(tag uint32) uint64 {
+	for _, t := range [2][]uint64{s.slots, s.old} {
+		if len(t) == 0 {
+			continue
+		}
+		if off, ok := probeRecord(t, tag); ok {
+			return uint64(s.data[off])
+		}
+	}
+	return 0
 }
 
 // probeRecord returns the record offset of the first slot of tag's probe
