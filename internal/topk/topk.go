@@ -94,6 +94,20 @@ func (s *summary) unplace(i int, h uint64) {
 	s.table[p] = 0
 }
 
+// up restores the heap above index j, whose slot's count may be below
+// its parent's (a new slot's 1).
+func (s *summary) up(j int) {
+	for j > 0 {
+		p := (j - 1) / 2
+		if s.count[s.heap[p]] <= s.count[s.heap[j]] {
+			return
+		}
+		s.heap[j], s.heap[p] = s.heap[p], s.heap[j]
+		s.pos[s.heap[j]], s.pos[s.heap[p]] = uint16(j), uint16(p)
+		j = p
+	}
+}
+
 // down restores the heap below index j after its slot's count grew.
 func (s *summary) down(j int) {
 	for {
@@ -121,30 +135,21 @@ func (s *summary) add(key []byte, h uint64) {
 		s.down(int(s.pos[i]))
 		return
 	}
+	var i int
 	if s.n < Capacity {
-		// A new slot, counted once: the least a held key can have, so it
-		// goes up the heap to its top past any count above 1.
-		i := s.n
+		i = s.n // a new slot, at the heap's end
+		s.heap[i], s.pos[i], s.count[i] = uint16(i), uint16(i), 0
 		s.n++
-		s.keys[i] = append(s.keys[i][:0], key...)
-		s.hash[i], s.count[i] = h, 1
-		s.place(i, h)
-		j := i
-		for j > 0 && s.count[s.heap[(j-1)/2]] > 1 {
-			s.heap[j] = s.heap[(j-1)/2]
-			s.pos[s.heap[j]] = uint16(j)
-			j = (j - 1) / 2
-		}
-		s.heap[j], s.pos[i] = uint16(i), uint16(j)
-		return
+	} else {
+		i = int(s.heap[0]) // the least counted key gives its slot up
+		s.unplace(i, s.hash[i])
 	}
-	i := int(s.heap[0]) // the least counted key gives its slot up
-	s.unplace(i, s.hash[i])
 	s.keys[i] = append(s.keys[i][:0], key...)
 	s.hash[i] = h
 	s.place(i, h)
-	s.count[i]++ // the count it inherits, and this one
-	s.down(0)
+	s.count[i]++ // 1 in a new slot; the count it inherits, and this one
+	s.up(int(s.pos[i]))
+	s.down(int(s.pos[i]))
 }
 
 // reset empties s for the slice starting at start, keeping its key
