@@ -41,10 +41,7 @@ for r in $(seq "$ROUNDS"); do
     if [ "$REPLICA" = 1 ]; then
       start_rlserver "$PORT2" "$CLIENT_CPUS" 1 --save-interval 0 --replicaof "$HOST $PORT"
       rpid=$RL_PID
-      for _ in $(seq 6000); do
-        redis-cli -h "$HOST" -p "$PORT2" INFO replication | tr -d '\r' | grep -q '^master_link_status:up$' && break
-        sleep 0.01
-      done
+      wait_link "$PORT2"
     fi
     # shellcheck disable=SC2086
     $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$PORT" -c 50 -P 16 -n 1000000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &

@@ -59,13 +59,6 @@ calls() {
     awk -F'[:=,]' '$1 ~ /^cmdstat_(evalsha|cl\.throttle|rl\.)/ {n += $3} END {print n + 0}'
 }
 
-link_up() { # link_up PORT: the replica on PORT reports its link up
-  redis-cli -h "$HOST" -p "$1" INFO replication | tr -d '\r' | grep -q '^master_link_status:up$'
-}
-wait_link() {
-  for _ in $(seq 6000); do link_up "$1" && return 0; sleep 0.01; done
-  die "the replica on port $1 did not come up within 60 s"
-}
 
 # primary TARGET: start the primary; sets P_PID and P_PORT.
 primary() {

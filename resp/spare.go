@@ -14,8 +14,7 @@ import (
 // "Side by side again, paced").
 var spare struct {
 	mu     sync.Mutex
-	base   int // GOMAXPROCS when the first loops started: one loop per P
-	loops  bool
+	base   int // GOMAXPROCS when the first loops started (one loop per P); 0 before
 	wanted int // servers that asked for a spare P
 }
 
@@ -43,8 +42,7 @@ func (s *Server) SetSpareP(on bool) {
 func loopProcs() int {
 	spare.mu.Lock()
 	defer spare.mu.Unlock()
-	if !spare.loops {
-		spare.loops = true
+	if spare.base == 0 {
 		spare.base = max(runtime.GOMAXPROCS(0), 1)
 		applySpareLocked()
 	}
@@ -54,8 +52,8 @@ func loopProcs() int {
 // applySpareLocked sets GOMAXPROCS to the loops' count, plus one if a
 // server asks for a spare P. spare.mu must be held.
 func applySpareLocked() {
-	if !spare.loops {
-		return
+	if spare.base == 0 {
+		return // no loops yet
 	}
 	n := spare.base
 	if spare.wanted > 0 {

@@ -202,6 +202,15 @@ gauge_ms() {
 proc_rss_kb() { [ -r "/proc/$1/status" ] && awk '/^VmRSS:/ {print $2}' "/proc/$1/status" || echo ""; }
 cpu_jiffies() { awk '/^cpu / {b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6 + $9, $9}' /proc/stat; }
 
+# link_up PORT: the replica on PORT reports its link up; wait_link PORT waits for it (60 s).
+link_up() {
+  redis-cli -h "$HOST" -p "$1" INFO replication | tr -d '\r' | grep -q '^master_link_status:up$'
+}
+wait_link() {
+  for _ in $(seq 6000); do link_up "$1" && return 0; sleep 0.01; done
+  die "the replica on port $1 did not come up within 60 s"
+}
+
 # settle PID: wait, at most 15 s, until the server has been idle (at most one CPU tick)
 # for SETTLE_S seconds [0.3]: the work a run leaves behind (a snapshot of its changes, a
 # compaction) is counted in its server CPU and does not disturb the gauge that follows.
