@@ -53,48 +53,33 @@ OUT=${OUT:-$ROOT/bench-results/ab-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 ANALYSIS=$(cat <<'PY'
-import csv, statistics, sys
+import statistics, sys
+sys.path.insert(0, sys.argv[6])
+import noise
 
-# The noise check: a run whose gauge (a fixed CPU loop on the server's CPU, timed before and
-# after it) is more than tol away from the sitting's median gauge ran on a disturbed machine,
-# and is dropped. The sitting is both sides' runs together.
+# The noise check (harness/noise.py): a run whose gauge strays more than tol from the
+# sitting's median is dropped; the sitting is both sides' runs together.
 tol = float(sys.argv[3])
-rows = {side: list(csv.DictReader(open(path))) for side, path in (("A", sys.argv[1]), ("B", sys.argv[2]))}
-gauges = [float(r[k]) for v in rows.values() for r in v for k in ("gauge_before_ms", "gauge_after_ms") if r.get(k)]
-mid = statistics.median(gauges) if gauges else 0
-
-def calm(r):
-    g = [float(r[k]) for k in ("gauge_before_ms", "gauge_after_ms") if r.get(k)]
-    return not mid or all(abs(x - mid) <= tol * mid for x in g)
-
-def load(v):
-    out = {}
-    for r in v:
-        rps, cpu = float(r["rps"]), float(r["server_cpu"] or "nan")
-        e = out.setdefault((r["setting"], r["test"]), {"all": 0, "kept": []})
-        e["all"] += 1
-        if calm(r):
-            e["kept"].append((rps, cpu / rps * 1e6 if rps else float("nan")))
-    return out
-
-def fmt(xs, f):
-    return f"{f(statistics.median(xs))} ({f(min(xs))}-{f(max(xs))})" if xs else "-"
-
-a, b = load(rows["A"]), load(rows["B"])
-if len(sys.argv) > 4 and sys.argv[4] == "short":  # how many runs the worst side still lacks
-    want = int(sys.argv[5])
-    print(max([want - len(e["kept"]) for side in (a, b) for e in side.values()] + [0]))
+ra, rb = noise.read([sys.argv[1]]), noise.read([sys.argv[2]])
+mid, n = noise.sitting_median(ra, rb)
+a, b = noise.split(ra, mid, tol), noise.split(rb, mid, tol)
+if sys.argv[4] == "short":  # how many runs the worst side still lacks
+    print(noise.lack(int(sys.argv[5]), a, b))
     sys.exit(0)
-print(f"noise gauge: median {mid:.1f} ms over {len(gauges)} readings; runs more than {tol:.0%} away dropped")
+print(f"noise gauge: median {mid:.1f} ms over {n} readings; runs more than {tol:.0%} away dropped")
 print("| setting | test | runs kept A, B | A ops/s | B ops/s | B/A | A server µs/request | B server µs/request | B/A |")
 print("|---|---|---|---|---|---|---|---|---|")
+ops = lambda z: f"{z:,.0f}"
+us = lambda z: f"{z:.2f}"
 for k in sorted(set(a) & set(b)):
-    x, y = a[k]["kept"], b[k]["kept"]
-    ra = (statistics.median(v[0] for v in y) / statistics.median(v[0] for v in x)) if x and y else float("nan")
-    rc = (statistics.median(v[1] for v in y) / statistics.median(v[1] for v in x)) if x and y else float("nan")
-    print(f"| c{k[0].replace(':', ' P')} | {k[1]} | {len(x)}/{a[k]['all']}, {len(y)}/{b[k]['all']} | "
-          f"{fmt([v[0] for v in x], lambda z: f'{z:,.0f}')} | {fmt([v[0] for v in y], lambda z: f'{z:,.0f}')} | {ra:.2f} | "
-          f"{fmt([v[1] for v in x], lambda z: f'{z:.2f}')} | {fmt([v[1] for v in y], lambda z: f'{z:.2f}')} | {rc:.2f} |")
+    x, y = a[k][1], b[k][1]
+    xo, yo = [float(r["rps"]) for r in x], [float(r["rps"]) for r in y]
+    xc, yc = [noise.per_request_us(r) for r in x], [noise.per_request_us(r) for r in y]
+    ro = statistics.median(yo) / statistics.median(xo) if x and y else float("nan")
+    rc = statistics.median(yc) / statistics.median(xc) if x and y else float("nan")
+    print(f"| c{k[0].replace(':', ' P')} | {k[1]} | {len(x)}/{a[k][0]}, {len(y)}/{b[k][0]} | "
+          f"{noise.spread(xo, ops)} | {noise.spread(yo, ops)} | {ro:.2f} | "
+          f"{noise.spread(xc, us)} | {noise.spread(yc, us)} | {rc:.2f} |")
 PY
 )
 # round R: an A run, then a B run, each on a fresh server.
@@ -124,11 +109,11 @@ for r in $(seq "$ROUNDS"); do round "$r"; done
 # prints how many kept runs the worst side lacks).
 r=$ROUNDS
 while [ "$r" -lt $((ROUNDS + REPEATS)) ]; do
-  lack=$(python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" short "$ROUNDS" <<<"$ANALYSIS")
+  lack=$(python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" short "$ROUNDS" "$HARNESS" <<<"$ANALYSIS")
   [ "$lack" -gt 0 ] || break
   r=$((r + 1))
   hlog "$lack run(s) short of $ROUNDS kept on a side: round $r"
   round "$r"
 done
 hlog "raw CSVs in $OUT/A and $OUT/B"
-python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" <<<"$ANALYSIS"
+python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" table 0 "$HARNESS" <<<"$ANALYSIS"

@@ -3,8 +3,8 @@
 
   chart.py redis.csv[,more] rlserver.csv[,more] SETTING OUT.svg
 
-Medians over runs, from compare.sh's raw.csv files (read by ratios.py, which also prints
-its tables).
+Medians over the runs the noise check keeps, from compare.sh's raw.csv files (read by
+ratios.py, which also prints its tables).
 """
 import sys
 
@@ -15,7 +15,9 @@ setting, out = args
 redis, rl = ratios.redis, ratios.rl
 tests = [("ping_mbulk", "PING"), ("gcra", "CL.THROTTLE"), ("fixed", "RL.FIXED"), ("log", "RL.LOG"),
          ("slide", "RL.SLIDE"), ("bucket", "RL.BUCKET")]
-rows = [(label, redis.get((setting, t), (0,))[0], rl.get((setting, t), (0,))[0]) for t, label in tests]
+rps = lambda side, t: ratios.med(side.get((setting, t), (0, []))[1], "rps")  # noqa: E731
+rows = [(label, rps(redis, t), rps(rl, t)) for t, label in tests]
+rows = [(label, 0 if a != a else a, 0 if b != b else b) for label, a, b in rows]  # nan: not run
 top = max(max(a, b) for _, a, b in rows) * 1.15
 W, H, left, bottom, top_pad = 760, 340, 70, 50, 40
 plot_w, plot_h = W - left - 20, H - bottom - top_pad

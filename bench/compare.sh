@@ -4,11 +4,16 @@
 # redis-benchmark traffic in one session, interleaved (a Redis run, then an rlserver
 # run, ROUNDS times, each on a fresh server) so the machine's noise hits both alike.
 # Server pinned to SERVER_CPUS (rlserver with GOMAXPROCS=1), client to CLIENT_CPUS.
-# Prints the ratio table (medians over rounds, bench/ratios.py); every run's raw.csv,
-# summary and redis-benchmark output stay under OUT.
+# Every run is framed by the noise gauge; a run whose gauge strays more than GAUGE_TOL from
+# the sitting's median is dropped and more rounds are run (up to REPEATS) until every setting
+# and test has ROUNDS runs kept on each side. Prints the ratio tables (medians over the kept
+# runs with their range and count, bench/ratios.py, also in OUT/ratios.md); every run's
+# raw.csv, summary and redis-benchmark output stay under OUT.
 #
 # Knobs (environment), defaults in brackets:
 #   ROUNDS [3]  DURATION [3] seconds per run (n calibrated by a short run first)
+#   GAUGE_TOL [0.1]  REPEATS [ROUNDS] the noise check's tolerance and extra rounds, as in
+#        bench/ab.sh
 #   SETTINGS ["50:1 50:16"] clients:pipeline pairs   KEYSPACE [100000] random keys
 #   N [] a fixed request count per run instead of DURATION (no calibration)
 #   TESTS [ping_mbulk gcra fixed log slide bucket]; Redis also runs set
@@ -25,6 +30,8 @@ DURATION=${DURATION:-3}
 SETTINGS=${SETTINGS:-"50:1 50:16"}
 KEYSPACE=${KEYSPACE:-100000}
 N=${N:-}
+GAUGE_TOL=${GAUGE_TOL:-0.1}
+REPEATS=${REPEATS:-$ROUNDS}
 # shellcheck disable=SC2034  # read by run_throughput: FLUSHALL before every run
 FLUSH=1
 TESTS_RL=${TESTS:-"ping_mbulk gcra fixed log slide bucket"}
@@ -41,7 +48,9 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 build_rlserver
 redis_csv=() rl_csv=()
-for r in $(seq "$ROUNDS"); do
+# round R: a Redis run, then an rlserver run, each on a fresh server.
+round() {
+  local r=$1
   start_redis "$RPORT" "$SERVER_CPUS"
   load_scripts "$RPORT"
   TESTS=$TESTS_REDIS run_throughput redis "$RPORT" "$REDIS_PID" "$OUT/redis-$r" "$r"
@@ -52,8 +61,23 @@ for r in $(seq "$ROUNDS"); do
   TESTS=$TESTS_RL run_throughput rlserver "$PORT" "$RL_PID" "$OUT/rl-$r" "$r"
   stop_server "$RL_PID"
   rl_csv+=("$OUT/rl-$r/raw.csv")
+}
+csvs() { echo "$(IFS=,; echo "${redis_csv[*]}")" "$(IFS=,; echo "${rl_csv[*]}")"; }
+for r in $(seq "$ROUNDS"); do round "$r"; done
+# Runs the noise gauge drops (bench/ratios.py, harness/noise.py) are made up for: one more
+# round while some setting and test has fewer than ROUNDS runs kept on a side, at most
+# REPEATS more.
+r=$ROUNDS
+while [ "$r" -lt $((ROUNDS + REPEATS)) ]; do
+  # shellcheck disable=SC2046  # two comma-joined lists, no spaces in paths under OUT
+  lack=$(python3 "$ROOT/bench/ratios.py" --tol "$GAUGE_TOL" --short "$ROUNDS" $(csvs))
+  [ "$lack" -gt 0 ] || break
+  r=$((r + 1))
+  hlog "$lack run(s) short of $ROUNDS kept on a side: round $r"
+  round "$r"
 done
 python3 "$HARNESS/summary.py" throughput "${redis_csv[@]}" >"$OUT/redis-summary.md"
 python3 "$HARNESS/summary.py" throughput "${rl_csv[@]}" >"$OUT/rl-summary.md"
 hlog "raw CSVs and per-target summaries in $OUT"
-python3 "$ROOT/bench/ratios.py" "$(IFS=,; echo "${redis_csv[*]}")" "$(IFS=,; echo "${rl_csv[*]}")"
+# shellcheck disable=SC2046
+python3 "$ROOT/bench/ratios.py" --tol "$GAUGE_TOL" $(csvs) | tee "$OUT/ratios.md"

@@ -10,6 +10,8 @@
 #
 # Knobs (environment), defaults in brackets:
 #   ROUNDS [3]  TESTS [ping gcra fixed slide bucket log]  KEYSPACE [100000]  SECS [6]  WARMUP [2]
+#   FLAGS ["--save-interval 0"] the profiled server's flags (e.g. "--save-interval 1s": what
+#        snapshots cost)
 #   REPLICA [0]  SERVER_CPUS [0]  CLIENT_CPUS [1]  PORT [7379] PORT2 [7380] PPROF [6061]
 #   RLSERVER_BIN [] a built rlserver (default: build this checkout)  OUT [bench-results/cpu-<date>]
 # Needs Go, curl, python3, taskset and Debian's redis-tools.
@@ -22,6 +24,8 @@ KEYSPACE=${KEYSPACE:-100000}
 SECS=${SECS:-6}
 WARMUP=${WARMUP:-2}
 REPLICA=${REPLICA:-0}
+FLAGS=${FLAGS:---save-interval 0}
+read -r -a FLAGS_V <<<"$FLAGS"
 SERVER_CPUS=${SERVER_CPUS-0}
 CLIENT_CPUS=${CLIENT_CPUS-1}
 PORT=${PORT:-7379}
@@ -36,7 +40,7 @@ served() { redis-cli -h "$HOST" -p "$1" INFO stats | tr -d '\r' | awk -F: '$1 ==
 for r in $(seq "$ROUNDS"); do
   for t in $TESTS; do
     if [ "$t" = ping ]; then line=PING; else line=$(limiter_cmd rlserver "$t" bench); fi
-    start_rlserver "$PORT" "$SERVER_CPUS" 1 --save-interval 0 --pprof-addr "$HOST:$PPROF"
+    start_rlserver "$PORT" "$SERVER_CPUS" 1 "${FLAGS_V[@]}" --pprof-addr "$HOST:$PPROF"
     pid=$RL_PID
     if [ "$REPLICA" = 1 ]; then
       start_rlserver "$PORT2" "$CLIENT_CPUS" 1 --save-interval 0 --replicaof "$HOST $PORT"

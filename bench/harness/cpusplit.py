@@ -30,18 +30,16 @@ def cum(prof):
             d[" ".join(f[5:])] = val
     return tot, d
 cats = [("send","resp.sysSend"),("read","resp.sysRead"),("epoll wait","resp.(*loop).wait"),("prefetch","resp.(*loop).prefetch"),("command","node.(*Node).Exec"),("engine","engine.Store.")]
-algs = ["ping","gcra","fixed","slide","bucket","log"]
+algs = ["ping","gcra","fixed","slide","bucket","log","all3"]
 print("alg,us/req(cpu ticks) median [min-max]," + ",".join(c for c,_ in cats) + ",parse,other (ns/request, median of runs)")
 for a in algs:
     rows = []
     per = []
-    for r in (1,2,3):
-        tag = f"p5-{a}-{r}"
-        if tag not in reqs: continue
+    for tag in sorted(t for t in reqs if t.rsplit("-", 1)[0] == f"p5-{a}"):
         n, ticks = reqs[tag]
         per.append(ticks*1e4/n)
         tot, d = cum(f"{sys.argv[2]}/{tag}.pprof")
-        get = lambda pat: max([v for k,v in d.items() if pat in k and (pat != "engine.Store." or k.endswith(("Store.Throttle","Store.Limit")))] or [0])
+        get = lambda pat: max([v for k,v in d.items() if pat in k and (pat != "engine.Store." or k.endswith(("Store.Throttle","Store.Limit","Store.Decide")))] or [0])
         vals = {c: get(p) for c,p in cats}
         nxt = get("resp.(*Reader).Next")
         vals["parse"] = nxt - vals["read"]
