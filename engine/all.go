@@ -41,6 +41,7 @@ type limitState struct {
 	si       int // the shard's index
 	h        uint64
 	found    bool
+	stale    bool   // an expired record is at off..end (lookupKeepLocked), not yet stored over or dropped
 	off, end int    // where the record found is (valid until a record of the shard is stored)
 	cur      entry  // the state found (zero if none)
 	curRuns  []byte // its runs (RL.LOG) or section, borrowed from the shard
@@ -119,6 +120,12 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 		st.lock(st.e.shards[si])
 	}
 	defer func() {
+		for i := range b.states[:n] {
+			if ls := &b.states[i]; ls.stale { // not stored over: drop it
+				ls.s.dropStaleLocked(ls.h, b.Limits[i].Key)
+				ls.stale = false
+			}
+		}
 		for _, si := range b.shards {
 			st.unlock(st.e.shards[si])
 		}
@@ -145,7 +152,7 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 	// Phase 2.
 	for i := range b.Limits {
 		l, ls := &b.Limits[i], &b.states[i]
-		ls.off, ls.cur, ls.end, ls.curRuns, ls.found = ls.s.lookupRunsLocked(ls.h, l.Key, now)
+		ls.off, ls.cur, ls.end, ls.curRuns, ls.found, ls.stale = ls.s.lookupKeepLocked(ls.h, l.Key, now)
 		if ls.found && ls.cur.kind != l.Kind {
 			return false, i, ErrWrongType
 		}
@@ -195,6 +202,7 @@ func (b *Batch) store(st Store, now int64) (bool, int, error) {
 	for i := range b.Limits {
 		ls := &b.states[i]
 		if ls.write && !ls.found {
+			ls.off, ls.end, ls.stale = st.newKeyAt(ls.s, ls.h, b.Limits[i].Key, ls.off, ls.end, ls.stale)
 			w, err := st.newKeyLocked(ls.s, b.Limits[i].Params.Cost == 0, now)
 			if err != nil {
 				return false, i, err
@@ -204,7 +212,8 @@ func (b *Batch) store(st Store, now int64) (bool, int, error) {
 	}
 
 	// Phase 3. A key is looked up again before it is stored if a limit
-	// of its shard was stored before it (that may have moved its record).
+	// of its shard was stored before it (that may have moved its record,
+	// or a stale one).
 	if st.dry {
 		return false, 0, nil
 	}
@@ -216,13 +225,18 @@ func (b *Batch) store(st Store, now int64) (bool, int, error) {
 		off, end := ls.off, ls.end
 		for j := range i {
 			if b.states[j].write && b.states[j].si == ls.si {
-				off, _, end, _, _ = ls.s.lookupRunsLocked(ls.h, l.Key, now)
+				if ls.stale {
+					off, end, ls.stale = ls.s.staleAtLocked(ls.h, l.Key)
+				} else {
+					off, _, end, _, _ = ls.s.lookupRunsLocked(ls.h, l.Key, now)
+				}
 				break
 			}
 		}
-		if !ls.found {
+		if !ls.found && !ls.stale {
 			off, end = 0, 0
 		}
+		ls.stale = false
 		ls.s.putLocked(off, end, ls.h, l.Key, ls.next, ls.runs)
 		if a := algorithmOf(l.Kind); a.stored != nil {
 			a.stored(ls.s, ls.cur.w, ls.found, ls.next.w)

@@ -188,3 +188,81 @@ func TestFillerSpansAnyGap(t *testing.T) {
 		require.GreaterOrEqual(t, len(rec), minRecord, "%v", k)
 	}
 }
+
+// TestExpiredKeyWrittenAgainKeepsItsPlace: a key that expired and is
+// written again takes its old record's place (lookupKeepLocked) instead of
+// leaving it as garbage and appending a new one, for every writer that
+// may find it so: CL.THROTTLE, the RL.* limiters, RL.ALL (two keys of
+// one shard, the second found again after the first is stored). A call
+// that does not store drops the expired record as a lookup always did, and a feed reports the key written, not
+// deleted, when it was stored over.
+func TestExpiredKeyWrittenAgainKeepsItsPlace(t *testing.T) {
+	g, err := NewGCRA(9, 10, 1) // a bucket of 10, one unit every 100 ms
+	require.NoError(t, err)
+	bucket := Params{Limit: 10, Rate: 10, Window: 1e9, Cost: 1} // full again 100 ms after a call
+	type write func(st Store, key []byte, cost, now int64) error
+	writers := []struct {
+		name string
+		do   write
+	}{
+		{"CL.THROTTLE", func(st Store, key []byte, cost, now int64) error {
+			_, err := st.Throttle(key, g, cost, now)
+			return err
+		}},
+		{"RL.BUCKET", func(st Store, key []byte, cost, now int64) error {
+			p := bucket
+			p.Cost = cost
+			_, err := st.Limit(KindBucket, key, p, now)
+			return err
+		}},
+		{"RL.LOG", func(st Store, key []byte, cost, now int64) error {
+			_, err := st.Limit(KindLog, key, Params{Limit: 10, Window: 1e8, Cost: cost}, now)
+			return err
+		}},
+		{"RL.ALL", func(st Store, key []byte, cost, now int64) error {
+			var b Batch
+			p := bucket
+			p.Cost = cost
+			b.Add(Limit{Key: key, Kind: KindBucket, Params: p})
+			b.Add(Limit{Key: append([]byte("other:"), key...), Kind: KindFixed, Params: Params{Limit: 1 << 40, Window: 1e8, Cost: cost}})
+			_, _, err := st.Decide(&b, now)
+			return err
+		}},
+	}
+	for _, w := range writers {
+		t.Run(w.name, func(t *testing.T) {
+			e := New(1)
+			feed := e.NewFeed()
+			st, s := e.Store(), e.shards[0]
+			key := []byte("k")
+			now := int64(1e12)
+			require.NoError(t, w.do(st, key, 1, now))
+			size := len(s.data)
+			for range 1000 {
+				feed.Next(func(Record) {})
+				now += 1e9 // every record of the call expired
+				require.NoError(t, w.do(st, key, 1, now))
+				var got []Record
+				feed.Next(func(r Record) { got = append(got, r) })
+				require.NotEmpty(t, got)
+				for _, r := range got {
+					require.NotEqual(t, KindNone, r.Kind, "%s reported deleted", r.Key)
+				}
+			}
+			require.Equal(t, size, len(s.data), "the records grew the region")
+			require.Zero(t, s.garbage)
+			held := map[string]bool{"k": true}
+			if w.name == "RL.ALL" {
+				held["other:k"] = true
+			}
+			checkRegion(t, s, held)
+
+			// Not stored over: a call refused (a cost above every
+			// capacity) finds the key expired and drops it.
+			now += 1e9
+			require.NoError(t, w.do(st, key, 100, now))
+			require.Zero(t, st.Len())
+			checkRegion(t, s, map[string]bool{})
+		})
+	}
+}

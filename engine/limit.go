@@ -93,7 +93,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
+	off, e, end, runs, ok, stale := s.lookupKeepLocked(h, key, now)
 	if ok && e.kind != kind {
 		return Result{}, ErrWrongType
 	}
@@ -111,7 +111,9 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		next, r, write = a.decideRuns(p, cur, now, s.logBuf[:0])
 		if write && !ok {
 			var err error
+			off, end, stale = st.newKeyAt(s, h, key, off, end, stale)
 			if write, err = st.newKeyLocked(s, p.Cost == 0, now); err != nil {
+				s.dropStaleIf(stale, h, key)
 				return Result{}, err
 			}
 		}
@@ -133,13 +135,18 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		write = next != e.w
 		if write && !ok {
 			var err error
+			off, end, stale = st.newKeyAt(s, h, key, off, end, stale)
 			if write, err = st.newKeyLocked(s, p.Cost == 0, now); err != nil {
+				s.dropStaleIf(stale, h, key)
 				return Result{}, err
 			}
 		}
 		if write = write && !st.dry; write {
 			s.putLocked(off, end, h, key, entry{kind: kind, w: next, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
 		}
+	}
+	if !write {
+		s.dropStaleIf(stale, h, key)
 	}
 	if ok && !write && e.deadline < maxDeadline { // a capped deadline is only a lower bound
 		// The key expires (becomes fresh) at its deadline, set by the

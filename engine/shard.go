@@ -78,6 +78,24 @@ func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry,
 // lookupRunsLocked is lookupLocked that also returns an RL.LOG record's
 // encoded runs (nil for other kinds), decoded on the way.
 func (s *shard) lookupRunsLocked(h uint64, key []byte, now int64) (off int, e entry, end int, runs []byte, ok bool) {
+	off, e, end, runs, ok, stale := s.lookupKeepLocked(h, key, now)
+	if stale {
+		s.removeLocked(off, tagOf(h))
+		return 0, entry{}, 0, nil, false
+	}
+	return off, e, end, runs, ok
+}
+
+// lookupKeepLocked is lookupRunsLocked for a call that may store the key
+// at once (CL.THROTTLE, the RL.* limiters, RL.ALL): a record that has
+// expired is reported stale (ok false, e zero, off and end its place)
+// instead of removed, so that the write that follows can take its place
+// (putLocked rewrites it in place) rather than drop it and append a new
+// one. A bucket or GCRA key expires once it is full again, so a key used
+// a few times a second comes back expired at most calls. The caller must
+// store over a stale record or drop it (dropStaleLocked) before it
+// unlocks the shard; it is expired, decided at now, in either case.
+func (s *shard) lookupKeepLocked(h uint64, key []byte, now int64) (off int, e entry, end int, runs []byte, ok, stale bool) {
 	if s.old != nil {
 		// A growing table moves on with every access, as Redis rehashes
 		// a step per lookup: keys leave the old table, where lookups
@@ -86,7 +104,7 @@ func (s *shard) lookupRunsLocked(h uint64, key []byte, now int64) (off int, e en
 	}
 	off, state, ok := s.findLocked(h, key)
 	if !ok {
-		return 0, entry{}, 0, nil, false
+		return 0, entry{}, 0, nil, false, false
 	}
 	var runsAt int
 	e, runsAt, end = decodeState(s.data, state, Kind(s.data[off]&hdrKind))
@@ -95,14 +113,57 @@ func (s *shard) lookupRunsLocked(h uint64, key []byte, now int64) (off int, e en
 		// be taken at an earlier time, which would have found it held.
 		s.decisionTimeLocked(now)
 		s.droppedLocked(e)
-		s.removeLocked(off, tagOf(h))
-		return 0, entry{}, 0, nil, false
+		return off, entry{}, end, nil, false, true
 	}
 	if runsAt != 0 {
 		n, j := uvarint(s.data, runsAt)
 		runs = s.data[j : j+int(n) : j+int(n)]
 	}
-	return off, e, end, runs, true
+	return off, e, end, runs, true, false
+}
+
+// staleAtLocked is where the stale record of key (hash h) that
+// lookupKeepLocked found is now (records may have moved since: a store
+// into the same shard), or ok false if it is gone.
+func (s *shard) staleAtLocked(h uint64, key []byte) (off, end int, ok bool) {
+	off, _, ok = s.findLocked(h, key)
+	if !ok {
+		return 0, 0, false
+	}
+	return off, parseRecord(s.data, off).end, true
+}
+
+// dropStaleLocked removes the stale record of key (hash h) that
+// lookupKeepLocked found, if it is still there. Its expiry was accounted
+// when it was found.
+func (s *shard) dropStaleLocked(h uint64, key []byte) {
+	if off, _, ok := s.staleAtLocked(h, key); ok {
+		s.removeLocked(off, tagOf(h))
+	}
+}
+
+// dropStaleIf is dropStaleLocked when a writer found a stale record and
+// did not store over it.
+func (s *shard) dropStaleIf(stale bool, h uint64, key []byte) {
+	if stale {
+		s.dropStaleLocked(h, key)
+	}
+}
+
+// newKeyAt is where a writer that found no live record stores a new one:
+// over the stale record it found (at off..end), or at the end of the
+// region (0, 0, and stale false). At the memory limit storing a key may
+// evict records of the shard (maxmemory.go), the stale one among them,
+// so there it is dropped first, as lookupRunsLocked would have.
+func (st Store) newKeyAt(s *shard, h uint64, key []byte, off, end int, stale bool) (int, int, bool) {
+	if stale && st.e.mem.full.Load() {
+		s.dropStaleLocked(h, key)
+		stale = false
+	}
+	if !stale {
+		return 0, 0, false
+	}
+	return off, end, true
 }
 
 // decisionTimeLocked returns the time a decision taken now must use: now,

@@ -84,7 +84,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, cur, end, ok := s.lookupLocked(h, key, now)
+	off, cur, end, _, ok, stale := s.lookupKeepLocked(h, key, now)
 	var tat uint64
 	if ok {
 		if cur.kind != KindThrottle {
@@ -94,11 +94,16 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	}
 	d, err := g.Decide(tat, ok, now, q)
 	if d.Write && !ok && err == nil {
-		if d.Write, err = st.newKeyLocked(s, q == 0, now); err != nil {
-			return ThrottleResult{}, err
+		off, end, stale = st.newKeyAt(s, h, key, off, end, stale)
+		var oom error
+		if d.Write, oom = st.newKeyLocked(s, q == 0, now); oom != nil {
+			s.dropStaleIf(stale, h, key)
+			return ThrottleResult{}, oom
 		}
 	}
-	if d.Write && !st.dry {
+	if !d.Write || st.dry {
+		s.dropStaleIf(stale, h, key)
+	} else {
 		e := entry{kind: KindThrottle, deadline: never}
 		if d.TTLMs >= 0 { // -1 and below: no expiry (§6.3)
 			// Redis's RM_SetExpire adds the TTL to its ms clock (§6.4).
