@@ -199,39 +199,42 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 // store stores the new states of an admitted call's limits (phase 3),
 // once maxmemory lets every new key in.
 func (b *Batch) store(st Store, now int64) (bool, int, error) {
+	evicted := st.e.mem.evicted.Load()
 	for i := range b.Limits {
 		ls := &b.states[i]
 		if ls.write && !ls.found {
-			ls.off, ls.end, ls.stale = st.newKeyAt(ls.s, ls.h, b.Limits[i].Key, ls.off, ls.end, ls.stale)
-			w, err := st.newKeyLocked(ls.s, b.Limits[i].Params.Cost == 0, now)
+			var err error
+			ls.write, ls.off, ls.end, ls.stale, err = st.newKeyAt(ls.s, ls.h, b.Limits[i].Key, b.Limits[i].Params.Cost == 0, ls.off, ls.end, ls.stale, now)
 			if err != nil {
 				return false, i, err
 			}
-			ls.write = w
 		}
 	}
 
-	// Phase 3. A key is looked up again before it is stored if a limit
-	// of its shard was stored before it (that may have moved its record,
-	// or a stale one).
+	// Phase 3. A key is looked up again before it is stored if its
+	// record may have moved or gone: a limit of its shard was stored
+	// before it (a store may move records), or a key was evicted to make
+	// room for a new one (it may have been a record of this very call,
+	// whose new state is then stored as a new record).
 	if st.dry {
 		return false, 0, nil
 	}
+	evictedAny := st.e.mem.evicted.Load() != evicted
 	for i := range b.Limits {
 		l, ls := &b.Limits[i], &b.states[i]
 		if !ls.write {
 			continue
 		}
 		off, end := ls.off, ls.end
+		again := evictedAny
 		for j := range i {
-			if b.states[j].write && b.states[j].si == ls.si {
-				if ls.stale {
-					off, end, ls.stale = ls.s.staleAtLocked(ls.h, l.Key)
-				} else {
-					off, _, end, _, _ = ls.s.lookupRunsLocked(ls.h, l.Key, now)
-				}
-				break
-			}
+			again = again || b.states[j].write && b.states[j].si == ls.si
+		}
+		switch {
+		case again && ls.stale:
+			off, end, ls.stale = ls.s.staleAtLocked(ls.h, l.Key)
+		case again:
+			off, _, end, _, _ = ls.s.lookupRunsLocked(ls.h, l.Key, now)
 		}
 		if !ls.found && !ls.stale {
 			off, end = 0, 0

@@ -111,9 +111,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		next, r, write = a.decideRuns(p, cur, now, s.logBuf[:0])
 		if write && !ok {
 			var err error
-			off, end, stale = st.newKeyAt(s, h, key, off, end, stale)
-			if write, err = st.newKeyLocked(s, p.Cost == 0, now); err != nil {
-				s.dropStaleIf(stale, h, key)
+			if write, off, end, stale, err = st.newKeyAt(s, h, key, p.Cost == 0, off, end, stale, now); err != nil {
 				return Result{}, err
 			}
 		}
@@ -135,9 +133,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		write = next != e.w
 		if write && !ok {
 			var err error
-			off, end, stale = st.newKeyAt(s, h, key, off, end, stale)
-			if write, err = st.newKeyLocked(s, p.Cost == 0, now); err != nil {
-				s.dropStaleIf(stale, h, key)
+			if write, off, end, stale, err = st.newKeyAt(s, h, key, p.Cost == 0, off, end, stale, now); err != nil {
 				return Result{}, err
 			}
 		}

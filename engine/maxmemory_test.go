@@ -172,3 +172,58 @@ func TestVolatileTTLSparesReservations(t *testing.T) {
 		}
 	}
 }
+
+// TestVolatileTTLKeepsACallsOwnKeys: an RL.ALL call that stores a new key
+// in a full engine under volatile-ttl may evict a record of its own call
+// (the one nearest its reset in the shard): that limit's new state is
+// stored all the same, as a new record, so no charge of an admitted call
+// is lost and the region stays whole.
+func TestVolatileTTLKeepsACallsOwnKeys(t *testing.T) {
+	e := New(1)
+	st, s := e.Store(), e.shards[0]
+	now := int64(1_700_000_000) * int64(time.Second)
+	e.SetEvictPolicy(VolatileTTL)
+	fixed := Params{Limit: 5, Window: int64(time.Minute), Cost: 1}
+	if _, err := st.Limit(KindFixed, []byte("a"), fixed, now); err != nil {
+		t.Fatal(err)
+	}
+	e.SetFull(true)
+	var b Batch
+	b.Add(Limit{Key: []byte("a"), Kind: KindFixed, Params: fixed})
+	b.Add(Limit{Key: []byte("b"), Kind: KindFixed, Params: Params{Limit: 5, Window: int64(time.Hour), Cost: 1}})
+	if limited, at, err := st.Decide(&b, now); limited || err != nil {
+		t.Fatalf("limited %v, err %v at %d", limited, err, at)
+	}
+	if e.Evicted() != 1 {
+		t.Fatalf("evicted %d keys, want the one the shard held", e.Evicted())
+	}
+	e.SetFull(false)
+	r, err := st.Limit(KindFixed, []byte("a"), Params{Limit: 5, Window: int64(time.Minute)}, now)
+	if err != nil || r.Remaining != 3 {
+		t.Fatalf("a after two charges: remaining %d (err %v), want 3", r.Remaining, err)
+	}
+	s.mu.Lock()
+	checkRegion(t, s, map[string]bool{"a": true, "b": true})
+	s.mu.Unlock()
+
+	// A key found expired (lookupKeepLocked keeps its record for the
+	// write) in a full engine: making room evicts that very record, the
+	// expired one; the key's new state is stored as a new record.
+	g, _ := NewGCRA(0, 1, 1) // one a second: expired a second after a call
+	if _, err := st.Throttle([]byte("c"), g, 1, now); err != nil {
+		t.Fatal(err)
+	}
+	e.SetFull(true)
+	later := now + 2*int64(time.Second)
+	for _, c := range []string{"c", "c"} {
+		if _, err := st.Throttle([]byte(c), g, 1, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tat, found, err := st.GetThrottle([]byte("c"), later); err != nil || !found || int64(tat) <= later {
+		t.Fatalf("c after a call at %d: TAT %d, found %v, err %v", later, tat, found, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	checkRegion(t, s, map[string]bool{"a": true, "b": true, "c": true})
+}

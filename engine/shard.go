@@ -150,20 +150,23 @@ func (s *shard) dropStaleIf(stale bool, h uint64, key []byte) {
 	}
 }
 
-// newKeyAt is where a writer that found no live record stores a new one:
-// over the stale record it found (at off..end), or at the end of the
-// region (0, 0, and stale false). At the memory limit storing a key may
-// evict records of the shard (maxmemory.go), the stale one among them,
-// so there it is dropped first, as lookupRunsLocked would have.
-func (st Store) newKeyAt(s *shard, h uint64, key []byte, off, end int, stale bool) (int, int, bool) {
-	if stale && st.e.mem.full.Load() {
+// newKeyAt is newKeyLocked for a writer that found no live record, and
+// where it is to store one: over the stale record it found (at off..end),
+// or at the end of the region (0, 0, stale false). Making room for a key
+// may evict records of the shard (maxmemory.go), the stale one among
+// them: after an eviction, or when nothing is to be written, the stale
+// record is dropped (if still there) and the key stored as new.
+func (st Store) newKeyAt(s *shard, h uint64, key []byte, peek bool, off, end int, stale bool, now int64) (write bool, _, _ int, _ bool, err error) {
+	evicted := st.e.mem.evicted.Load()
+	write, err = st.newKeyLocked(s, peek, now)
+	if stale && (!write || st.e.mem.evicted.Load() != evicted) {
 		s.dropStaleLocked(h, key)
 		stale = false
 	}
 	if !stale {
-		return 0, 0, false
+		return write, 0, 0, false, err
 	}
-	return off, end, true
+	return write, off, end, true, err
 }
 
 // decisionTimeLocked returns the time a decision taken now must use: now,

@@ -94,10 +94,8 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	}
 	d, err := g.Decide(tat, ok, now, q)
 	if d.Write && !ok && err == nil {
-		off, end, stale = st.newKeyAt(s, h, key, off, end, stale)
 		var oom error
-		if d.Write, oom = st.newKeyLocked(s, q == 0, now); oom != nil {
-			s.dropStaleIf(stale, h, key)
+		if d.Write, off, end, stale, oom = st.newKeyAt(s, h, key, q == 0, off, end, stale, now); oom != nil {
 			return ThrottleResult{}, oom
 		}
 	}
