@@ -27,6 +27,8 @@
 #        scrape: FLAGS_B="--metrics-addr 127.0.0.1:9121" SCRAPE_B=http://127.0.0.1:9121/metrics)
 #   FLAGS_A, FLAGS_B [FLAGS] one side's flags, to compare one binary in two modes (A=B):
 #        e.g. FLAGS_B="--save-interval 0 --cluster-config one.conf --cluster-node-id ID"
+#   KEYSPACE_A, KEYSPACE_B [KEYSPACE] one side's keyspace (e.g. single limiters on 300,000 keys
+#        against RL.ALL's three keys per value on 100,000 values)
 # Needs python3, taskset, Debian's redis-tools.
 # Usage: A=/tmp/rl-a B=/tmp/rl-b bench/ab.sh
 set -euo pipefail
@@ -49,6 +51,8 @@ PORT=${PORT:-7379}
 FLAGS=${FLAGS:---save-interval 0}
 read -r -a FLAGS_A_V <<<"${FLAGS_A:-$FLAGS}"
 read -r -a FLAGS_B_V <<<"${FLAGS_B:-$FLAGS}"
+KEYSPACE_A=${KEYSPACE_A:-$KEYSPACE}
+KEYSPACE_B=${KEYSPACE_B:-$KEYSPACE}
 OUT=${OUT:-$ROOT/bench-results/ab-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -84,9 +88,11 @@ PY
 )
 # round R: an A run, then a B run, each on a fresh server.
 round() {
-  local r=$1 side flagv scrape scraper
+  local r=$1 side flagv scrape scraper ks
   for side in A B; do
     RLSERVER=${!side}
+    ks="KEYSPACE_${side}"
+    KEYSPACE=${!ks}
     flagv="FLAGS_${side}_V[@]"
     # A side with snapshots (any --save-interval but 0; the server's default is 1s)
     # settles for longer after a run: its last changes are written up to a second later.
