@@ -2,6 +2,9 @@ package persist
 
 import (
 	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
@@ -55,4 +58,54 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		require.Equal(t, b, AppendRecord(nil, r))
 	})
+}
+
+// TestKeyOrder: a snapshot writes its changes sorted by key, a key's
+// changes in the order they came (stable), whatever the keys share:
+// against a stable sort by key alone, on fixed cases and random keys
+// drawn from a small alphabet (common prefixes, keys that extend others,
+// zero bytes, the empty key, repeats).
+func TestKeyOrder(t *testing.T) {
+	check := func(keys []string) {
+		t.Helper()
+		recs := make([]engine.Record, len(keys))
+		for i, k := range keys {
+			recs[i].Key = k
+		}
+		want := make([]int32, len(keys))
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortStableFunc(want, func(a, b int32) int { return strings.Compare(keys[a], keys[b]) })
+		got := keyOrder(recs, nil)
+		require.Len(t, got, len(keys))
+		for i, o := range got {
+			require.Equal(t, want[i], o.i, "position %d of %q", i, keys)
+		}
+	}
+	for _, keys := range [][]string{
+		{},
+		{"a"},
+		{"user:2", "user:10", "user:1"},
+		{"same", "same", "other", "same"},
+		{"rl:gcra:000000000012", "rl:gcra:000000000003", "rl:gcra:00000000001"},
+		{"abc", "abc\x00", "ab", "abc\x00\x00", "", "abc"},
+		{"prefix:12345678", "prefix:123456789", "prefix:12345678\x00", "prefix:1234567"},
+		{"\xff\xff", "\xff", "\x00\xff"},
+	} {
+		check(keys)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		keys := make([]string, r.IntN(30))
+		shared := strings.Repeat("k", r.IntN(12))
+		for i := range keys {
+			b := []byte(shared)
+			for range r.IntN(12) {
+				b = append(b, "a\x00\xffb"[r.IntN(4)])
+			}
+			keys[i] = string(b)
+		}
+		check(keys)
+	}
 }

@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -248,18 +249,7 @@ func (s *Snapshotter) fill(b *Batch) error {
 		}
 		s.cur = append(cur, s.cur...)
 	}
-	// Sorted as (key, position) pairs: moving the pairs costs less than
-	// moving whole records, and the position keeps the sort stable.
-	order := s.order[:0]
-	for i := range s.cur {
-		order = append(order, keyAt{s.cur[i].Key, int32(i)})
-	}
-	slices.SortFunc(order, func(a, b keyAt) int {
-		if c := strings.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		return int(a.i - b.i)
-	})
+	order := keyOrder(s.cur, s.order[:0])
 	s.order = order
 	for _, o := range order {
 		if err := b.Put(s.cur[o.i]); err != nil {
@@ -270,10 +260,69 @@ func (s *Snapshotter) fill(b *Batch) error {
 	return nil
 }
 
-// keyAt is a change's key and its position in Snapshotter.cur.
+// keyOrder appends to order the records' keys and positions, sorted by
+// key, and for equal keys by position (a stable sort: a key's changes
+// keep their order). Moving (key, position) pairs costs less than moving
+// whole records. Keys mostly share a prefix ("user:"), so each pair
+// carries the 8 bytes after the batch's common prefix as an integer:
+// most comparisons are of those, and only keys equal there compare as
+// strings.
+func keyOrder(recs []engine.Record, order []keyAt) []keyAt {
+	cp := commonPrefix(recs)
+	for i := range recs {
+		order = append(order, keyAt{prefixWord(recs[i].Key, cp), recs[i].Key, int32(i)})
+	}
+	slices.SortFunc(order, func(a, b keyAt) int {
+		if a.word != b.word {
+			return cmp.Compare(a.word, b.word)
+		}
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return int(a.i - b.i)
+	})
+	return order
+}
+
+// keyAt is a change's key and its position in Snapshotter.cur, with the
+// key's sort word (prefixWord).
 type keyAt struct {
-	key string
-	i   int32
+	word uint64
+	key  string
+	i    int32
+}
+
+// commonPrefix is the length of the prefix every record's key shares.
+func commonPrefix(recs []engine.Record) int {
+	if len(recs) == 0 {
+		return 0
+	}
+	first := recs[0].Key
+	n := len(first)
+	for _, r := range recs[1:] {
+		n = min(n, len(r.Key))
+		i := 0
+		for i < n && r.Key[i] == first[i] {
+			i++
+		}
+		n = i
+	}
+	return n
+}
+
+// prefixWord is the 8 bytes of key after its first cp, big-endian, zeros
+// past its end: keys in byte order have their words in order (a key and
+// one that extends it with zeros share a word; strings.Compare tells
+// them apart).
+func prefixWord(key string, cp int) uint64 {
+	var w uint64
+	for i := range 8 {
+		w <<= 8
+		if j := cp + i; j < len(key) {
+			w |= uint64(key[j])
+		}
+	}
+	return w
 }
 
 // Run saves every interval until ctx is done.
