@@ -139,6 +139,11 @@ func (n *Node) tellReplication() {
 	}
 }
 
+// ReplicationPending reports whether writes wait for the replication pump
+// (replication.Manager.Pending): an event loop yields before it sends a
+// round's replies, so its replicas get the round's changes first.
+func (n *Node) ReplicationPending() bool { return n.repl != nil && n.repl.Pending() }
+
 // clientOf finds the client of a session of this node.
 func (n *Node) clientOf(s *commands.Session) *Client {
 	if s == nil {

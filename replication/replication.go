@@ -334,6 +334,11 @@ func (m *Manager) Changed() {
 	}
 }
 
+// Pending reports whether a write is waiting for the pump (Changed, with
+// a replica attached): a goroutine that yields now lets it run. Cheap;
+// safe for concurrent use.
+func (m *Manager) Pending() bool { return m.kicked.Load() }
+
 // IsReplica reports whether the node follows a primary.
 func (m *Manager) IsReplica() bool {
 	m.mu.Lock()

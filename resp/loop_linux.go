@@ -389,6 +389,13 @@ func (l *loop) run() {
 			}
 			l.handle(lc, ev.Events)
 		}
+		if len(l.round) > 0 && l.s.node.ReplicationPending() {
+			// The round wrote: the replication pump sends its changes
+			// before its replies go, so a client that reads its write
+			// back from a replica finds it there more often, and a
+			// replica lags by the pump, not by the replies' sends.
+			runtime.Gosched()
+		}
 		for i := 0; i < len(l.round); i++ { // by index: a write may queue more
 			lc := l.round[i]
 			lc.seen = false
