@@ -156,7 +156,7 @@ func (s *shard) dropStaleIf(stale bool, h uint64, key []byte) {
 // may evict records of the shard (maxmemory.go), the stale one among
 // them: after an eviction, or when nothing is to be written, the stale
 // record is dropped (if still there) and the key stored as new.
-func (st Store) newKeyAt(s *shard, h uint64, key []byte, peek bool, off, end int, stale bool, now int64) (write bool, _, _ int, _ bool, err error) {
+func (st Store) newKeyAt(s *shard, h uint64, key []byte, peek bool, off, end int, stale bool, now int64) (write bool, atOff, atEnd int, atStale bool, err error) {
 	evicted := st.e.mem.evicted.Load()
 	write, err = st.newKeyLocked(s, peek, now)
 	if stale && (!write || st.e.mem.evicted.Load() != evicted) {
