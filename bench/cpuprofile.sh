@@ -10,6 +10,9 @@
 #
 # Knobs (environment), defaults in brackets:
 #   ROUNDS [3]  TESTS [ping gcra fixed slide bucket log]  KEYSPACE [100000]  SECS [6]  WARMUP [2]
+#   RATE [] commands a second: the load is bench/cmd/pacedload at that rate (c=50 P=16, the
+#        same line) instead of redis-benchmark as fast as the server answers, so that two
+#        configurations (REPLICA=0 and 1) are measured at the same load
 #   FLAGS ["--save-interval 0"] the profiled server's flags (e.g. "--save-interval 1s": what
 #        snapshots cost)
 #   REPLICA [0]  SERVER_CPUS [0]  CLIENT_CPUS [1]  PORT [7379] PORT2 [7380] PPROF [6061]
@@ -35,6 +38,11 @@ OUT=${OUT:-$ROOT/bench-results/cpu-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 build_rlserver
+RATE=${RATE:-}
+if [ -n "$RATE" ]; then
+  PACED=$OUT/pacedload
+  (cd "$ROOT" && go build -o "$PACED" ./bench/cmd/pacedload) || die "go build ./bench/cmd/pacedload failed"
+fi
 served() { redis-cli -h "$HOST" -p "$1" INFO stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" {print $2}'; }
 : >"$OUT/runs.txt"
 for r in $(seq "$ROUNDS"); do
@@ -47,8 +55,13 @@ for r in $(seq "$ROUNDS"); do
       rpid=$RL_PID
       wait_link "$PORT2"
     fi
-    # shellcheck disable=SC2086
-    $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$PORT" -c 50 -P 16 -n 1000000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &
+    if [ -n "$RATE" ]; then
+      # shellcheck disable=SC2086
+      $(pin "$CLIENT_CPUS") "$PACED" -addr "$HOST:$PORT" -c 50 -p 16 -rate "$RATE" -keys "$KEYSPACE" $line >/dev/null 2>&1 &
+    else
+      # shellcheck disable=SC2086
+      $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$PORT" -c 50 -P 16 -n 1000000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &
+    fi
     load=$!
     sleep "$WARMUP"
     c0=$(proc_ticks "$pid") n0=$(served "$PORT")
