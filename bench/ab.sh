@@ -109,17 +109,9 @@ round() {
     stop_server "$RL_PID"
   done
 }
-for r in $(seq "$ROUNDS"); do round "$r"; done
-# Runs the noise gauge drops are made up for: while some setting and test has fewer than ROUNDS
-# runs kept on a side, one more round, at most REPEATS more (the analysis below, asked "short",
-# prints how many kept runs the worst side lacks).
-r=$ROUNDS
-while [ "$r" -lt $((ROUNDS + REPEATS)) ]; do
-  lack=$(python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" short "$ROUNDS" "$HARNESS" <<<"$ANALYSIS")
-  [ "$lack" -gt 0 ] || break
-  r=$((r + 1))
-  hlog "$lack run(s) short of $ROUNDS kept on a side: round $r"
-  round "$r"
-done
+# How many kept runs the worst side still lacks (the analysis below, asked "short"): the
+# rounds the noise gauge dropped are made up for (run_rounds).
+lack() { python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" short "$ROUNDS" "$HARNESS" <<<"$ANALYSIS"; }
+run_rounds lack
 hlog "raw CSVs in $OUT/A and $OUT/B"
 python3 - "$OUT/A/raw.csv" "$OUT/B/raw.csv" "$GAUGE_TOL" table 0 "$HARNESS" <<<"$ANALYSIS"

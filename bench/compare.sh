@@ -63,19 +63,11 @@ round() {
   rl_csv+=("$OUT/rl-$r/raw.csv")
 }
 csvs() { echo "$(IFS=,; echo "${redis_csv[*]}")" "$(IFS=,; echo "${rl_csv[*]}")"; }
-for r in $(seq "$ROUNDS"); do round "$r"; done
-# Runs the noise gauge drops (bench/ratios.py, harness/noise.py) are made up for: one more
-# round while some setting and test has fewer than ROUNDS runs kept on a side, at most
-# REPEATS more.
-r=$ROUNDS
-while [ "$r" -lt $((ROUNDS + REPEATS)) ]; do
-  # shellcheck disable=SC2046  # two comma-joined lists, no spaces in paths under OUT
-  lack=$(python3 "$ROOT/bench/ratios.py" --tol "$GAUGE_TOL" --short "$ROUNDS" $(csvs))
-  [ "$lack" -gt 0 ] || break
-  r=$((r + 1))
-  hlog "$lack run(s) short of $ROUNDS kept on a side: round $r"
-  round "$r"
-done
+# How many kept runs the worst side still lacks (bench/ratios.py, harness/noise.py): the
+# rounds the noise gauge dropped are made up for (run_rounds).
+# shellcheck disable=SC2046  # two comma-joined lists, no spaces in paths under OUT
+lack() { python3 "$ROOT/bench/ratios.py" --tol "$GAUGE_TOL" --short "$ROUNDS" $(csvs); }
+run_rounds lack
 python3 "$HARNESS/summary.py" throughput "${redis_csv[@]}" >"$OUT/redis-summary.md"
 python3 "$HARNESS/summary.py" throughput "${rl_csv[@]}" >"$OUT/rl-summary.md"
 hlog "raw CSVs and per-target summaries in $OUT"

@@ -39,10 +39,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 build_rlserver
 RATE=${RATE:-}
-if [ -n "$RATE" ]; then
-  PACED=$OUT/pacedload
-  (cd "$ROOT" && go build -o "$PACED" ./bench/cmd/pacedload) || die "go build ./bench/cmd/pacedload failed"
-fi
+[ -z "$RATE" ] || build_cmd pacedload
 served() { redis-cli -h "$HOST" -p "$1" INFO stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" {print $2}'; }
 : >"$OUT/runs.txt"
 for r in $(seq "$ROUNDS"); do
@@ -55,14 +52,9 @@ for r in $(seq "$ROUNDS"); do
       rpid=$RL_PID
       wait_link "$PORT2"
     fi
-    if [ -n "$RATE" ]; then
-      # shellcheck disable=SC2086
-      $(pin "$CLIENT_CPUS") "$PACED" -addr "$HOST:$PORT" -c 50 -p 16 -rate "$RATE" -keys "$KEYSPACE" $line >/dev/null 2>&1 &
-    else
-      # shellcheck disable=SC2086
-      $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$PORT" -c 50 -P 16 -n 1000000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &
-    fi
-    load=$!
+    # shellcheck disable=SC2086
+    start_load "$PORT" 50 16 "$RATE" /dev/null $line
+    load=$LOAD_PID
     sleep "$WARMUP"
     c0=$(proc_ticks "$pid") n0=$(served "$PORT")
     curl -sf -o "$OUT/p5-$t-$r.pprof" "http://$HOST:$PPROF/debug/pprof/profile?seconds=$SECS" || die "no profile from $HOST:$PPROF"

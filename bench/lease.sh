@@ -30,14 +30,12 @@ OUT=${OUT:-$ROOT/bench-results/lease-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 build_rlserver
-LOAD=$(mktemp -d -t rlbench-load.XXXXXX)
-OWN_DIRS+=("$LOAD")
-(cd "$ROOT" && go build -o "$LOAD/leaseload" ./bench/cmd/leaseload) || die "go build ./bench/cmd/leaseload failed"
+build_cmd leaseload
 
 # load PORT PID MODE LABEL: one leaseload run, its line appended to OUT/runs.txt.
 load() {
   local line
-  line=$($(pin "$CLIENT_CPUS") "$LOAD/leaseload" -addr "$HOST:$1" -pid "$2" -mode "$3" -label "$4" \
+  line=$($(pin "$CLIENT_CPUS") "$BIN_leaseload" -addr "$HOST:$1" -pid "$2" -mode "$3" -label "$4" \
     -c "$C" -p "$P" -keys "$KEYS" -duration "${DURATION}s") || die "leaseload $3 against $1 failed"
   echo "$line" | tee -a "$OUT/runs.txt" >&2
 }

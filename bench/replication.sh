@@ -47,10 +47,8 @@ OUT=${OUT:-$ROOT/bench-results/replication-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 build_rlserver
-LAG=$OUT/repllag
-(cd "$ROOT" && go build -o "$LAG" ./bench/cmd/repllag) || die "go build ./bench/cmd/repllag failed"
-PACED=$OUT/pacedload
-(cd "$ROOT" && go build -o "$PACED" ./bench/cmd/pacedload) || die "go build ./bench/cmd/pacedload failed"
+build_cmd repllag
+build_cmd pacedload
 
 # calls PORT: limiter calls so far, the load's and the probes' (INFO commandstats: EVALSHA
 # on Redis, whose total counts the scripts' inner calls too; the limiter on rlserver).
@@ -99,18 +97,13 @@ for r in $(seq "$ROUNDS"); do
         # The load: the same traffic as above, for as long as the probes take; its rate
         # from the primary's command count.
         IFS=: read -r lc lp lrate <<<"$s"
-        if [ -n "$lrate" ]; then
-          # shellcheck disable=SC2086
-          $(pin "$CLIENT_CPUS") "$PACED" -addr "$HOST:$P_PORT" -c "$lc" -p "$lp" -rate "$lrate" -keys "$KEYSPACE" $line >"$OUT/paced-$target-$t-$s-$r.txt" 2>&1 &
-        else
-          # shellcheck disable=SC2086
-          $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$P_PORT" -c "$lc" -P "$lp" -n 100000000 -r "$KEYSPACE" -q $line >/dev/null 2>&1 &
-        fi
-        load=$!
+        # shellcheck disable=SC2086
+        start_load "$P_PORT" "$lc" "$lp" "$lrate" "$OUT/paced-$target-$t-$s-$r.txt" $line
+        load=$LOAD_PID
         sleep 0.5
         c0=$(calls "$P_PORT") t0=$(date +%s.%N)
         probe=${line/rl:$t:__rand_int__/\{key\}}
-        row=$("$LAG" -primary "$HOST:$P_PORT" -replica "$HOST:$R_PORT" -write "$probe" -n "$PROBES")
+        row=$("$BIN_repllag" -primary "$HOST:$P_PORT" -replica "$HOST:$R_PORT" -write "$probe" -n "$PROBES")
         c1=$(calls "$P_PORT") t1=$(date +%s.%N)
         kill "$load" 2>/dev/null; wait "$load" 2>/dev/null || true
         rps=$(awk -v a="$c0" -v b="$c1" -v x="$t0" -v y="$t1" 'BEGIN {printf "%.0f", (b - a) / (y - x)}')

@@ -43,9 +43,7 @@ if [ -z "${UPSTREAM_BIN:-}" ]; then
   GOBIN=$d go install "github.com/envoyproxy/ratelimit/src/service_cmd@$UPSTREAM_VERSION" || die "go install envoyproxy/ratelimit failed"
   UPSTREAM_BIN=$d/service_cmd
 fi
-LOAD=$(mktemp -d -t rlbench-load.XXXXXX)
-OWN_DIRS+=("$LOAD")
-(cd "$ROOT" && go build -o "$LOAD/rlsload" ./bench/cmd/rlsload) || die "go build ./bench/cmd/rlsload failed"
+build_cmd rlsload
 
 # The configuration, in upstream's layout (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config); rlserver
 # reads the same directory.
@@ -64,7 +62,7 @@ EOF
 # load ADDR LABEL PIDS [RATE]: one rlsload run, its line appended to OUT/runs.txt.
 load() {
   local line
-  line=$($(pin "$CLIENT_CPUS") "$LOAD/rlsload" -addr "$1" -label "$2" -pids "$3" -c "$C" -conns "$CONNS" \
+  line=$($(pin "$CLIENT_CPUS") "$BIN_rlsload" -addr "$1" -label "$2" -pids "$3" -c "$C" -conns "$CONNS" \
     -duration "${DURATION}s" ${4:+-rate "$4"}) || die "rlsload against $1 failed"
   echo "$line" | tee -a "$OUT/runs.txt" >&2
 }
@@ -72,7 +70,7 @@ load() {
 # ready ADDR PID: until the service answers a call, or die if the process exits.
 ready() {
   for _ in $(seq 200); do
-    "$LOAD/rlsload" -addr "$1" -duration 1ms -c 1 -conns 1 >/dev/null 2>&1 && return 0
+    "$BIN_rlsload" -addr "$1" -duration 1ms -c 1 -conns 1 >/dev/null 2>&1 && return 0
     kill -0 "$2" 2>/dev/null || die "the service on $1 (pid $2) exited at start"
     sleep 0.05
   done

@@ -188,16 +188,37 @@ smoke() {
 proc_ticks() { [ -r "/proc/$1/stat" ] && awk '{print $14 + $15}' "/proc/$1/stat" || echo ""; }
 proc_nvcsw() { [ -r "/proc/$1/status" ] && awk '/^nonvoluntary_ctxt_switches:/ {print $2}' "/proc/$1/status" || echo ""; }
 
+# build_cmd NAME: builds ./bench/cmd/NAME once per script into a temporary directory (removed
+# at exit); its path is then in BIN_<NAME>.
+build_cmd() {
+  local v="BIN_$1" d
+  [ -z "${!v:-}" ] || return 0
+  d=$(mktemp -d -t "rlbench-$1.XXXXXX")
+  OWN_DIRS+=("$d")
+  (cd "$ROOT" && go build -o "$d/$1" "./bench/cmd/$1") || die "go build ./bench/cmd/$1 failed"
+  printf -v "$v" '%s' "$d/$1"
+}
+
 # gauge_ms: the machine's noise gauge (bench/gauge) on the server's CPU, in ms; built once.
 gauge_ms() {
-  if [ -z "${GAUGE:-}" ]; then
-    local d
-    d=$(mktemp -d -t rlbench-gauge.XXXXXX)
-    OWN_DIRS+=("$d")
-    (cd "$ROOT" && go build -o "$d/gauge" ./bench/cmd/gauge) || die "go build ./bench/cmd/gauge failed"
-    GAUGE=$d/gauge
+  build_cmd gauge
+  $(pin "${SERVER_CPUS:-}") "$BIN_gauge"
+}
+
+# start_load PORT CLIENTS PIPELINE RATE OUTFILE LINE...: a load on PORT from CLIENT_CPUS, in the
+# background (its pid in LOAD_PID), on KEYSPACE random keys: LINE at RATE commands a second in
+# all with bench/cmd/pacedload (its summary line in OUTFILE), or, RATE empty, redis-benchmark as
+# fast as the server answers. Either runs until killed.
+start_load() {
+  local port=$1 c=$2 p=$3 rate=$4 out=$5
+  shift 5
+  if [ -n "$rate" ]; then
+    build_cmd pacedload
+    $(pin "$CLIENT_CPUS") "$BIN_pacedload" -addr "$HOST:$port" -c "$c" -p "$p" -rate "$rate" -keys "$KEYSPACE" "$@" >"$out" 2>&1 &
+  else
+    $(pin "$CLIENT_CPUS") redis-benchmark -h "$HOST" -p "$port" -c "$c" -P "$p" -n 1000000000 -r "$KEYSPACE" -q "$@" >/dev/null 2>&1 &
   fi
-  $(pin "${SERVER_CPUS:-}") "$GAUGE"
+  LOAD_PID=$!
 }
 proc_rss_kb() { [ -r "/proc/$1/status" ] && awk '/^VmRSS:/ {print $2}' "/proc/$1/status" || echo ""; }
 cpu_jiffies() { awk '/^cpu / {b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6 + $9, $9}' /proc/stat; }
@@ -209,6 +230,22 @@ link_up() {
 wait_link() {
   for _ in $(seq 6000); do link_up "$1" && return 0; sleep 0.01; done
   die "the replica on port $1 did not come up within 60 s"
+}
+
+# run_rounds LACK...: calls the script's round function for rounds 1..ROUNDS, then once more
+# while the command LACK prints a positive count (the runs the noise gauge dropped that some
+# setting and test still lacks on a side), at most REPEATS more rounds.
+run_rounds() {
+  local r lack
+  for r in $(seq "$ROUNDS"); do round "$r"; done
+  r=$ROUNDS
+  while [ "$r" -lt $((ROUNDS + REPEATS)) ]; do
+    lack=$("$@")
+    [ "$lack" -gt 0 ] || break
+    r=$((r + 1))
+    hlog "$lack run(s) short of $ROUNDS kept on a side: round $r"
+    round "$r"
+  done
 }
 
 # settle PID: wait, at most 15 s, until the server has been idle (at most one CPU tick)
