@@ -154,12 +154,14 @@ func (s *shard) dropStaleIf(stale bool, h uint64, key []byte) {
 // where it is to store one: over the stale record it found (at off..end),
 // or at the end of the region (0, 0, stale false). Making room for a key
 // may evict records of the shard (maxmemory.go), the stale one among
-// them: after an eviction, or when nothing is to be written, the stale
-// record is dropped (if still there) and the key stored as new.
+// them: after an eviction the stale record is dropped (if still there)
+// and the key stored as new; on an error (the writer returns it at once)
+// it is dropped too. A writer that stores nothing drops it itself
+// (dropStaleIf), whatever the reason.
 func (st Store) newKeyAt(s *shard, h uint64, key []byte, peek bool, off, end int, stale bool, now int64) (write bool, atOff, atEnd int, atStale bool, err error) {
 	evicted := st.e.mem.evicted.Load()
 	write, err = st.newKeyLocked(s, peek, now)
-	if stale && (!write || st.e.mem.evicted.Load() != evicted) {
+	if stale && (err != nil || st.e.mem.evicted.Load() != evicted) {
 		s.dropStaleLocked(h, key)
 		stale = false
 	}

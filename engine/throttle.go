@@ -94,14 +94,11 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	}
 	d, err := g.Decide(tat, ok, now, q)
 	if d.Write && !ok && err == nil {
-		var oom error
-		if d.Write, off, end, stale, oom = st.newKeyAt(s, h, key, q == 0, off, end, stale, now); oom != nil {
-			return ThrottleResult{}, oom
+		if d.Write, off, end, stale, err = st.newKeyAt(s, h, key, q == 0, off, end, stale, now); err != nil {
+			return ThrottleResult{}, err
 		}
 	}
-	if !d.Write || st.dry {
-		s.dropStaleIf(stale, h, key)
-	} else {
+	if d.Write && !st.dry {
 		e := entry{kind: KindThrottle, deadline: never}
 		if d.TTLMs >= 0 { // -1 and below: no expiry (§6.3)
 			// Redis's RM_SetExpire adds the TTL to its ms clock (§6.4).
@@ -112,6 +109,8 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 		}
 		e.w = throttleState{tat: d.NewTAT, farMs: e.w.b}.words()
 		s.putLocked(off, end, h, key, e, nil)
+	} else {
+		s.dropStaleIf(stale, h, key)
 	}
 	return d.Result, err
 }
