@@ -8,6 +8,11 @@
 # OUT/p5-<test>-<round>.pprof, then prints harness/cpusplit.py's table (ns per request in each
 # part, medians over the rounds).
 #
+# The noise gauge (harness/noise.py) is read on SERVER_CPUS before each run's load starts and after
+# it stops and the servers have settled: cpusplit.py drops a run whose gauge strays more than GAUGE_TOL from the sitting's
+# median and says how many were kept. BINS and REPLICAS alternate variants within each round, so
+# an A/B or an alone/with-a-replica comparison is one sitting.
+#
 # Knobs (environment), defaults in brackets:
 #   ROUNDS [3]  TESTS [ping gcra fixed slide bucket log]  KEYSPACE [100000]  SECS [6]  WARMUP [2]
 #   RATE [] commands a second: the load is bench/cmd/pacedload at that rate (c=50 P=16, the
@@ -17,6 +22,9 @@
 #        snapshots cost)
 #   REPLICA [0]  SERVER_CPUS [0]  CLIENT_CPUS [1]  PORT [7379] PORT2 [7380] PPROF [6061]
 #   RLSERVER_BIN [] a built rlserver (default: build this checkout)  OUT [bench-results/cpu-<date>]
+#   BINS [] several built rlservers, alternated in every round (labelled b1, b2, ... in order)
+#   REPLICAS [$REPLICA] "0 1" alternates a primary alone and with a replica (labelled r0, r1)
+#   GAUGE_TOL [0.10] the noise check's tolerance, a fraction of the sitting's median gauge
 # Needs Go, curl, python3, taskset and Debian's redis-tools.
 set -euo pipefail
 source "$(dirname "$0")/harness/lib.sh"
@@ -37,7 +45,15 @@ PPROF=${PPROF:-6061}
 OUT=${OUT:-$ROOT/bench-results/cpu-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-build_rlserver
+REPLICAS=${REPLICAS:-$REPLICA}
+if [ -n "${BINS:-}" ]; then
+  read -r -a BINS_V <<<"$BINS"
+  for b in "${BINS_V[@]}"; do [ -x "$b" ] || die "BINS: $b is not an executable"; done
+else
+  build_rlserver
+  BINS_V=("$RLSERVER")
+fi
+read -r -a REPLICAS_V <<<"$REPLICAS"
 RATE=${RATE:-}
 [ -z "$RATE" ] || build_cmd pacedload
 served() { redis-cli -h "$HOST" -p "$1" INFO stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" {print $2}'; }
@@ -45,24 +61,36 @@ served() { redis-cli -h "$HOST" -p "$1" INFO stats | tr -d '\r' | awk -F: '$1 ==
 for r in $(seq "$ROUNDS"); do
   for t in $TESTS; do
     if [ "$t" = ping ]; then line=PING; else line=$(limiter_cmd rlserver "$t" bench); fi
-    start_rlserver "$PORT" "$SERVER_CPUS" 1 "${FLAGS_V[@]}" --pprof-addr "$HOST:$PPROF"
-    pid=$RL_PID
-    if [ "$REPLICA" = 1 ]; then
-      start_rlserver "$PORT2" "$CLIENT_CPUS" 1 --save-interval 0 --replicaof "$HOST $PORT"
-      rpid=$RL_PID
-      wait_link "$PORT2"
-    fi
-    # shellcheck disable=SC2086
-    start_load "$PORT" 50 16 "$RATE" /dev/null $line
-    load=$LOAD_PID
-    sleep "$WARMUP"
-    c0=$(proc_ticks "$pid") n0=$(served "$PORT")
-    curl -sf -o "$OUT/p5-$t-$r.pprof" "http://$HOST:$PPROF/debug/pprof/profile?seconds=$SECS" || die "no profile from $HOST:$PPROF"
-    c1=$(proc_ticks "$pid") n1=$(served "$PORT")
-    kill "$load" 2>/dev/null; wait "$load" 2>/dev/null || true
-    [ "$REPLICA" = 1 ] && stop_server "$rpid"
-    stop_server "$pid"
-    echo "p5-$t-$r: reqs $((n1 - n0)) cpu_ticks $((c1 - c0))" | tee -a "$OUT/runs.txt" >&2
+    for bi in "${!BINS_V[@]}"; do
+      for rep in "${REPLICAS_V[@]}"; do
+        RLSERVER=${BINS_V[$bi]}
+        label=$t
+        [ "${#BINS_V[@]}" -gt 1 ] && label+="-b$((bi + 1))"
+        [ "${#REPLICAS_V[@]}" -gt 1 ] && label+="-r$rep"
+        start_rlserver "$PORT" "$SERVER_CPUS" 1 "${FLAGS_V[@]}" --pprof-addr "$HOST:$PPROF"
+        pid=$RL_PID
+        if [ "$rep" = 1 ]; then
+          start_rlserver "$PORT2" "$CLIENT_CPUS" 1 --save-interval 0 --replicaof "$HOST $PORT"
+          rpid=$RL_PID
+          wait_link "$PORT2"
+        fi
+        g0=$(gauge_ms)
+        # shellcheck disable=SC2086
+        start_load "$PORT" 50 16 "$RATE" /dev/null $line
+        load=$LOAD_PID
+        sleep "$WARMUP"
+        c0=$(proc_ticks "$pid") n0=$(served "$PORT")
+        curl -sf -o "$OUT/p5-$label-$r.pprof" "http://$HOST:$PPROF/debug/pprof/profile?seconds=$SECS" || die "no profile from $HOST:$PPROF"
+        c1=$(proc_ticks "$pid") n1=$(served "$PORT")
+        kill "$load" 2>/dev/null; wait "$load" 2>/dev/null || true
+        settle "$pid"
+        [ "$rep" = 1 ] && settle "$rpid"
+        g1=$(gauge_ms)
+        [ "$rep" = 1 ] && stop_server "$rpid"
+        stop_server "$pid"
+        echo "p5-$label-$r: reqs $((n1 - n0)) cpu_ticks $((c1 - c0)) gauge_ms $g0 $g1 bin ${BINS_V[$bi]}" | tee -a "$OUT/runs.txt" >&2
+      done
+    done
   done
 done
-python3 "$HARNESS/cpusplit.py" "$OUT/runs.txt" "$OUT"
+GAUGE_TOL=${GAUGE_TOL:-0.10} python3 "$HARNESS/cpusplit.py" "$OUT/runs.txt" "$OUT"

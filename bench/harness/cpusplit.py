@@ -4,19 +4,31 @@ goes"):
 
   cpusplit.py RUNS PROFDIR
 
-RUNS has one line per profile, "p5-ALG-R: reqs N cpu_ticks T ...": the requests the server
-counted (INFO total_commands_processed) and its CPU ticks over the profile's window;
-PROFDIR/p5-ALG-R.pprof is the server's CPU profile of that window (--pprof-addr). Prints, per
-command, the median CPU per request over the runs and the ns per request in each part: the
+RUNS has one line per profile, "p5-LABEL-R: reqs N cpu_ticks T [gauge_ms G0 G1 ...]": the
+requests the server counted (INFO total_commands_processed), its CPU ticks over the profile's
+window and the noise gauge before and after the run; LABEL is the command, then the variant
+(-b1, -b2 for BINS, -r0, -r1 for REPLICAS); PROFDIR/p5-LABEL-R.pprof is the server's CPU
+profile of that window (--pprof-addr). A run whose gauge strayed more than GAUGE_TOL (env, 0.10)
+from the median of every run's is dropped (harness/noise.py). Prints, per label, the runs kept,
+the median CPU per request over them with its range, and the ns per request in each part: the
 send(2), read(2) and epoll waits of the event loop, the prefetch pass (the keys' table slots and
 records brought into the cache), the command (node.Exec, the decision included), the decision
 in the engine alone, RESP parsing and the rest.
 """
-import subprocess, sys, re, statistics
-reqs = {}
+import os, subprocess, sys, re, statistics
+from noise import spread
+reqs, gauge = {}, {}
 for line in open(sys.argv[1]):
-    m = re.match(r"(p5-\S+): reqs (\d+) cpu_ticks (\d+)", line)
-    if m: reqs[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    m = re.match(r"(p5-\S+): reqs (\d+) cpu_ticks (\d+)(?: gauge_ms (\S+) (\S+))?", line)
+    if not m: continue
+    reqs[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    if m.group(4): gauge[m.group(1)] = [float(m.group(4)), float(m.group(5))]
+# The noise check (harness/noise.py): a run whose gauge strayed more than GAUGE_TOL from the
+# sitting's median is dropped. Runs from before the gauge are all kept.
+tol = float(os.environ.get("GAUGE_TOL", "0.10"))
+gs = [x for v in gauge.values() for x in v]
+mid = statistics.median(gs) if gs else 0
+calm = lambda tag: not mid or all(abs(x - mid) <= tol * mid for x in gauge.get(tag, []))
 def cum(prof):
     out = subprocess.run(["go","tool","pprof","-top","-cum","-nodecount=2000",prof],capture_output=True,text=True).stdout
     d = {}
@@ -30,12 +42,17 @@ def cum(prof):
             d[" ".join(f[5:])] = val
     return tot, d
 cats = [("send","resp.sysSend"),("read","resp.sysRead"),("epoll wait","resp.(*loop).wait"),("prefetch","resp.(*loop).prefetch"),("command","node.(*Node).Exec"),("engine","engine.Store.")]
-algs = ["ping","gcra","fixed","slide","bucket","log","all3"]
-print("alg,us/req(cpu ticks) median [min-max]," + ",".join(c for c,_ in cats) + ",parse,other (ns/request, median of runs)")
-for a in algs:
+order = ["ping","gcra","fixed","slide","bucket","log","all3"]
+groups = sorted({t[3:].rsplit("-", 1)[0] for t in reqs}, key=lambda g: (order.index(g.split("-")[0]) if g.split("-")[0] in order else len(order), g))
+if mid:
+    print(f"noise gauge: sitting median {mid:.0f} ms, tolerance {tol:.0%}")
+print("alg,runs kept,us/req(cpu ticks) median (min-max)," + ",".join(c for c,_ in cats) + ",parse,other (ns/request, median of kept runs)")
+for a in groups:
     rows = []
     per = []
-    for tag in sorted(t for t in reqs if t.rsplit("-", 1)[0] == f"p5-{a}"):
+    tags = sorted(t for t in reqs if t.rsplit("-", 1)[0] == f"p5-{a}")
+    kept = [t for t in tags if calm(t)]
+    for tag in kept:
         n, ticks = reqs[tag]
         per.append(ticks*1e4/n)
         tot, d = cum(f"{sys.argv[2]}/{tag}.pprof")
@@ -46,7 +63,8 @@ for a in algs:
         vals["other"] = tot - (vals["send"]+vals["read"]+vals["epoll wait"]+vals["prefetch"]+vals["command"]+vals["parse"])
         rows.append({k: v*1e9/n for k,v in vals.items()})
     if not rows:
+        print(f"{a},0/{len(tags)},-")
         continue
     keys = [c for c,_ in cats]+["parse","other"]
     med = {k: statistics.median(r[k] for r in rows) for k in keys}
-    print(f"{a},{statistics.median(per):.3f} [{min(per):.3f}-{max(per):.3f}]," + ",".join(f"{med[k]:.0f}" for k in keys))
+    print(f"{a},{len(kept)}/{len(tags)},{spread(per, lambda x: f'{x:.3f}')}," + ",".join(f"{med[k]:.0f}" for k in keys))
