@@ -13,7 +13,10 @@
 #   3. full sync: the primary filled with KEYS keys (harness/fill.py), a replica started,
 #      the time until its link is up with every key (Redis: diskless sync, no delay).
 # Primaries pinned to SERVER_CPUS (rlserver with GOMAXPROCS=1), replicas and clients to
-# CLIENT_CPUS. Prints CSV tables; raw files stay under OUT.
+# CLIENT_CPUS. Every throughput and lag run is framed by the noise gauge (on SERVER_CPUS, the
+# servers idle); the summary drops a run whose gauge strays more than GAUGE_TOL (0.10) from the
+# sitting's median and prints, for each cell, the runs kept. Prints CSV tables; raw files stay
+# under OUT.
 #
 # Knobs (environment), defaults in brackets:
 #   ROUNDS [3]  DURATION [3]  SETTINGS ["50:16"]  LAG_SETTINGS ["50:16 50:1"] (c:P:rate paces)
@@ -82,7 +85,7 @@ replica() {
 }
 
 LAG_CSV=$OUT/lag.csv SYNC_CSV=$OUT/fullsync.csv
-echo "round,target,test,clients,pipeline,paced_rps,load_rps,probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,replica_rtt_p50_us" >"$LAG_CSV"
+echo "round,target,test,clients,pipeline,paced_rps,load_rps,probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,replica_rtt_p50_us,gauge_before_ms,gauge_after_ms" >"$LAG_CSV"
 echo "round,target,keys,fill_s,sync_s,replica_keys" >"$SYNC_CSV"
 for r in $(seq "$ROUNDS"); do
   for target in ${TARGETS:-redis rlserver}; do
@@ -97,6 +100,7 @@ for r in $(seq "$ROUNDS"); do
         # The load: the same traffic as above, for as long as the probes take; its rate
         # from the primary's command count.
         IFS=: read -r lc lp lrate <<<"$s"
+        g0=$(gauge_ms)
         # shellcheck disable=SC2086
         start_load "$P_PORT" "$lc" "$lp" "$lrate" "$OUT/paced-$target-$t-$s-$r.txt" $line
         load=$LOAD_PID
@@ -106,8 +110,10 @@ for r in $(seq "$ROUNDS"); do
         row=$("$BIN_repllag" -primary "$HOST:$P_PORT" -replica "$HOST:$R_PORT" -write "$probe" -n "$PROBES")
         c1=$(calls "$P_PORT") t1=$(date +%s.%N)
         kill "$load" 2>/dev/null; wait "$load" 2>/dev/null || true
+        settle "$P_PID"
+        g1=$(gauge_ms)
         rps=$(awk -v a="$c0" -v b="$c1" -v x="$t0" -v y="$t1" 'BEGIN {printf "%.0f", (b - a) / (y - x)}')
-        echo "$r,$target,$t,$lc,$lp,${lrate:-max},$rps,$row" >>"$LAG_CSV"
+        echo "$r,$target,$t,$lc,$lp,${lrate:-max},$rps,$row,$g0,$g1" >>"$LAG_CSV"
         hlog "$target round $r $t at $s ($rps ops/s) lag: $row"
       done
     done
