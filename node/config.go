@@ -61,6 +61,10 @@ type Config struct {
 	// MinReplicasMaxLag seconds (Redis's min-replicas-to-write).
 	MinReplicasToWrite int
 	MinReplicasMaxLag  int
+	// ReplBatchInterval is the least time between two sends of a
+	// primary's changes to its replicas that writes wake (0: at once);
+	// replication.Options.BatchInterval.
+	ReplBatchInterval time.Duration
 	// ConfigFile is the configuration file the server was started with
 	// (an absolute path), which CONFIG REWRITE rewrites; "" for none.
 	// CommandLine are the settings given as flags, as the file's lines
@@ -158,6 +162,8 @@ func (c Config) Validate() error {
 		return errors.New("--repl-backlog-size must not be negative")
 	case c.MinReplicasToWrite < 0:
 		return errors.New("--min-replicas-to-write must not be negative")
+	case c.ReplBatchInterval < 0 || c.ReplBatchInterval > time.Second:
+		return errors.New("--repl-batch-interval must be from 0 to 1s")
 	case c.MinReplicasMaxLag < 0:
 		return errors.New("--min-replicas-max-lag must not be negative")
 	case (c.ClusterConfig == "") != (c.ClusterNodeID == ""):
@@ -382,6 +388,7 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "min-replicas-to-write", Get: str(func(c Config) string { return strconv.Itoa(c.MinReplicasToWrite) })},
 		{Name: "min-replicas-max-lag", Get: str(func(c Config) string { return strconv.Itoa(c.MinReplicasMaxLag) })},
 		{Name: "repl-backlog-size", Get: str(func(c Config) string { return strconv.FormatInt(c.ReplBacklogSize, 10) })},
+		{Name: "repl-batch-interval", Get: str(func(c Config) string { return c.ReplBatchInterval.String() })},
 		{Name: "maxclients", Get: func() string { return strconv.FormatInt(n.maxClients.Load(), 10) },
 			Set: func(v string) error {
 				k, err := strconv.ParseInt(v, 10, 64)

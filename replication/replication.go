@@ -43,6 +43,15 @@ type Options struct {
 	// Writes is called whenever whether the node takes writes changes:
 	// WritesOK, WritesReadOnly (a replica) or WritesNoReplicas.
 	Writes func(Writes)
+	// BatchInterval is the least time between two pumps that a write
+	// wakes (--repl-batch-interval). 0, the default, pumps as soon as a
+	// write is made: each event-loop round's changes go out together, in
+	// one write(2) per replica. Longer, a write made less than
+	// BatchInterval after the last pump waits until it has passed, so the
+	// changes of many rounds share one write: less of the primary's CPU,
+	// up to BatchInterval more lag. A write after a quiet spell goes at
+	// once. WAIT never waits for it.
+	BatchInterval time.Duration
 }
 
 // Writes is whether a node takes writes.
@@ -217,6 +226,21 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	t := time.NewTimer(every())
 	defer t.Stop()
+	// held fires when a write that came within BatchInterval of the last
+	// pump may go; nil while none waits. Meanwhile kicked stays set, so
+	// the writes that follow do not kick again.
+	var held <-chan time.Time
+	hold := time.NewTimer(time.Hour)
+	hold.Stop()
+	defer hold.Stop()
+	var pumped time.Time // when Run last pumped
+	pump := func() {
+		m.kicked.Store(false)
+		m.serial.Lock()
+		m.pump(false)
+		m.serial.Unlock()
+		pumped = time.Now()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -232,10 +256,15 @@ func (m *Manager) Run(ctx context.Context) {
 			m.mu.Unlock()
 			return
 		case <-m.kick:
-			m.kicked.Store(false)
-			m.serial.Lock()
-			m.pump(false)
-			m.serial.Unlock()
+			if wait := m.o.BatchInterval - time.Since(pumped); wait > 0 {
+				hold.Reset(wait)
+				held = hold.C
+				continue
+			}
+			pump()
+		case <-held:
+			held = nil
+			pump()
 		case <-t.C:
 			m.serial.Lock()
 			m.pump(false)

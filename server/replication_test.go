@@ -585,3 +585,50 @@ func TestReplicaOfRefusesWritesAtOnce(t *testing.T) {
 	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(p.port)))
 	require.Equal(t, "-READONLY You can't write against a read only replica.", r.c.Do("RL.FIXED", "k2", "1", "60s"))
 }
+
+// TestReplBatchIntervalSendsFewerFrames: with --repl-batch-interval a
+// primary sends the changes of many writes in one pump. One key written
+// 50 times, each write a round trip of its own, reaches the stream as a
+// record per pump, so the stream grows by at most a pump's bytes per
+// interval begun while the writes ran (plus the first write's and the
+// WAIT's). Without the interval every write is pumped on its own: some 50
+// records. The bound follows the writes' own duration, so a slow machine
+// cannot break it; without the interval it fails (2,061 bytes against a
+// bound of 156).
+func TestReplBatchIntervalSendsFewerFrames(t *testing.T) {
+	const interval = time.Second
+	p := startRepl(t, func(o *server.Options) { o.Config.ReplBatchInterval = interval })
+	r := startRepl(t)
+	follow(t, r, p)
+	require.Equal(t, `["repl-batch-interval" "1s"]`, p.c.Do("CONFIG", "GET", "repl-batch-interval"))
+	offset := func() int64 { return rltest.InfoInt(t, p.c, "replication", "master_repl_offset") }
+	write := func() {
+		got := p.c.Do("RL.FIXED", "k", "1000", "1m")
+		require.True(t, strings.HasPrefix(got, "[0 1000 "), "admitted: %s", got)
+	}
+
+	// One pump's bytes: one record of k and WAIT's heartbeat.
+	write()
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	o0 := offset()
+	write()
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	o1 := offset()
+	onePump := o1 - o0
+	require.Positive(t, onePump)
+
+	start := time.Now()
+	const writes = 50
+	for range writes {
+		write()
+	}
+	elapsed := time.Since(start)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	grew := offset() - o1
+	// The first write's pump, one per interval begun, the WAIT's; and the
+	// 250 ms tick's, which a slow machine may fit in between.
+	pumps := 3 + int64(elapsed/interval) + int64(elapsed/(250*time.Millisecond))
+	t.Logf("%d writes in %v: the stream grew by %d bytes, one pump's are %d, at most %d pumps", writes, elapsed, grew, onePump, pumps)
+	require.LessOrEqual(t, grew, pumps*onePump, "%d writes in %v: the stream grew by %d bytes, one pump is %d", writes, elapsed, grew, onePump)
+	require.Equal(t, p.c.Do("RL.FIXED", "k", "1000", "1m", "COST", "0"), r.c.Do("RL.FIXED", "k", "1000", "1m", "COST", "0"), "the replica has every write")
+}

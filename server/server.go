@@ -198,6 +198,7 @@ func Start(opts Options) (*Server, error) {
 		Port: cfg.Port, AnnounceIP: cfg.ReplicaAnnounceIP, AnnouncePort: cfg.ReplicaAnnouncePort,
 		MasterAuth: cfg.MasterAuth, Resume: resume,
 		MinReplicas: cfg.MinReplicasToWrite, MinReplicasMaxLag: cfg.MinReplicasMaxLag,
+		BatchInterval: cfg.ReplBatchInterval,
 		Writes: func(w replication.Writes) {
 			switch w {
 			case replication.WritesReadOnly:
