@@ -2,6 +2,7 @@ package persist
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -77,7 +78,7 @@ func TestKeyOrder(t *testing.T) {
 			want[i] = int32(i)
 		}
 		slices.SortStableFunc(want, func(a, b int32) int { return strings.Compare(keys[a], keys[b]) })
-		got := keyOrder(recs, nil)
+		got, _ := keyOrder(recs, nil, nil)
 		require.Len(t, got, len(keys))
 		for i, o := range got {
 			require.Equal(t, want[i], o.i, "position %d of %q", i, keys)
@@ -96,8 +97,14 @@ func TestKeyOrder(t *testing.T) {
 		check(keys)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	for range 2000 {
-		keys := make([]string, r.IntN(30))
+	for n := range 2100 {
+		// Batches of up to 30 keys take the comparison sort; the last
+		// 100, of radixMin to 2,000, the radix sort.
+		size := r.IntN(30)
+		if n >= 2000 {
+			size = radixMin + r.IntN(2000-radixMin)
+		}
+		keys := make([]string, size)
 		shared := strings.Repeat("k", r.IntN(12))
 		for i := range keys {
 			b := []byte(shared)
@@ -108,4 +115,11 @@ func TestKeyOrder(t *testing.T) {
 		}
 		check(keys)
 	}
+	// Server-like names, a numeric suffix after a long shared prefix,
+	// repeated (a key's deletion and rewrite in one batch).
+	keys := make([]string, 5000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("rl:gcra:%012d", r.IntN(3000))
+	}
+	check(keys)
 }

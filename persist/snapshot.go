@@ -37,6 +37,7 @@ type Snapshotter struct {
 	pending map[string]engine.Record // changes a failed snapshot did not write
 	cur     []engine.Record          // this snapshot's changes (reused)
 	order   []keyAt                  // cur's order by key (fill; reused)
+	scratch []keyAt                  // keyOrder's second buffer (fill; reused)
 	// perRecord is the last snapshot's batch bytes per record, to size
 	// the next one's batch.
 	perRecord float64
@@ -249,14 +250,15 @@ func (s *Snapshotter) fill(b *Batch) error {
 		}
 		s.cur = append(cur, s.cur...)
 	}
-	order := keyOrder(s.cur, s.order[:0])
-	s.order = order
+	order, scratch := keyOrder(s.cur, s.order[:0], s.scratch[:0])
+	s.order, s.scratch = order, scratch
 	for _, o := range order {
 		if err := b.Put(s.cur[o.i]); err != nil {
 			return err
 		}
 	}
 	clear(order) // drop references to keys
+	clear(scratch[:cap(scratch)])
 	return nil
 }
 
@@ -264,24 +266,80 @@ func (s *Snapshotter) fill(b *Batch) error {
 // key, and for equal keys by position (a stable sort: a key's changes
 // keep their order). Moving (key, position) pairs costs less than moving
 // whole records. Keys mostly share a prefix ("user:"), so each pair
-// carries the 8 bytes after the batch's common prefix as an integer:
-// most comparisons are of those, and only keys equal there compare as
-// strings.
-func keyOrder(recs []engine.Record, order []keyAt) []keyAt {
+// carries the 8 bytes after the batch's common prefix as an integer
+// (prefixWord): a batch of radixMin pairs or more is sorted by that word
+// with a stable radix sort (scratch is its second buffer), and only the
+// runs of equal words are sorted again by key. It returns order and
+// scratch, grown as needed.
+func keyOrder(recs []engine.Record, order, scratch []keyAt) ([]keyAt, []keyAt) {
 	cp := commonPrefix(recs)
 	for i := range recs {
 		order = append(order, keyAt{prefixWord(recs[i].Key, cp), recs[i].Key, int32(i)})
 	}
-	slices.SortFunc(order, func(a, b keyAt) int {
-		if a.word != b.word {
-			return cmp.Compare(a.word, b.word)
+	if len(order) < radixMin {
+		slices.SortFunc(order, func(a, b keyAt) int {
+			if a.word != b.word {
+				return cmp.Compare(a.word, b.word)
+			}
+			if c := strings.Compare(a.key, b.key); c != 0 {
+				return c
+			}
+			return int(a.i - b.i)
+		})
+		return order, scratch
+	}
+	order, scratch = radixByWord(order, scratch)
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && order[j].word == order[i].word {
+			j++
 		}
-		if c := strings.Compare(a.key, b.key); c != 0 {
-			return c
+		if j-i > 1 { // positions ascend within the run: the radix sort is stable
+			slices.SortStableFunc(order[i:j], func(a, b keyAt) int { return strings.Compare(a.key, b.key) })
 		}
-		return int(a.i - b.i)
-	})
-	return order
+		i = j
+	}
+	return order, scratch
+}
+
+// radixMin is the batch size from which keyOrder sorts by radix: below
+// it a comparison sort costs less than the radix sort's counting passes.
+const radixMin = 256
+
+// radixByWord sorts pairs by word, stably: a least-significant-digit
+// radix sort, a byte per pass, passes over a byte every pair shares
+// skipped (keys' words often agree in their high or low bytes). It
+// returns the sorted pairs and the other buffer, either of which may be
+// pairs' or scratch's.
+func radixByWord(pairs, scratch []keyAt) ([]keyAt, []keyAt) {
+	var counts [8][256]int
+	for _, p := range pairs {
+		w := p.word
+		for d := range 8 {
+			counts[d][byte(w>>(8*d))]++
+		}
+	}
+	if cap(scratch) < len(pairs) {
+		scratch = make([]keyAt, len(pairs))
+	}
+	src, dst := pairs, scratch[:len(pairs)]
+	for d := range 8 {
+		c := &counts[d]
+		if c[byte(src[0].word>>(8*d))] == len(src) {
+			continue // every pair has this byte
+		}
+		at := 0
+		for b := range c {
+			at, c[b] = at+c[b], at
+		}
+		for _, p := range src {
+			b := byte(p.word >> (8 * d))
+			dst[c[b]] = p
+			c[b]++
+		}
+		src, dst = dst, src
+	}
+	return src, dst
 }
 
 // keyAt is a change's key and its position in Snapshotter.cur, with the
