@@ -388,7 +388,20 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "min-replicas-to-write", Get: str(func(c Config) string { return strconv.Itoa(c.MinReplicasToWrite) })},
 		{Name: "min-replicas-max-lag", Get: str(func(c Config) string { return strconv.Itoa(c.MinReplicasMaxLag) })},
 		{Name: "repl-backlog-size", Get: str(func(c Config) string { return strconv.FormatInt(c.ReplBacklogSize, 10) })},
-		{Name: "repl-batch-interval", Get: str(func(c Config) string { return c.ReplBatchInterval.String() })},
+		{Name: "repl-batch-interval", Get: str(func(c Config) string { return c.ReplBatchInterval.String() }),
+			Set: func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil || d < 0 || d > time.Second {
+					return errors.New("argument must be a duration from 0 to 1s")
+				}
+				if n.repl != nil {
+					n.repl.SetBatchInterval(d)
+				}
+				n.cfgMu.Lock()
+				n.cfg.ReplBatchInterval = d
+				n.cfgMu.Unlock()
+				return nil
+			}},
 		{Name: "maxclients", Get: func() string { return strconv.FormatInt(n.maxClients.Load(), 10) },
 			Set: func(v string) error {
 				k, err := strconv.ParseInt(v, 10, 64)

@@ -50,7 +50,7 @@ type Options struct {
 	// BatchInterval after the last pump waits until it has passed, so the
 	// changes of many rounds share one write: less of the primary's CPU,
 	// up to BatchInterval more lag. A write after a quiet spell goes at
-	// once. WAIT never waits for it.
+	// once. WAIT never waits for it. SetBatchInterval changes it.
 	BatchInterval time.Duration
 }
 
@@ -155,6 +155,9 @@ type Manager struct {
 	// then costs one atomic load). linked: some replica is attached.
 	kick           chan struct{}
 	kicked, linked atomic.Bool
+	// batch is the least time between two pumps that writes wake, in ns
+	// (Options.BatchInterval, SetBatchInterval).
+	batch atomic.Int64
 
 	writes    Writes    // as last told (Options.Writes)
 	lastCheck time.Time // when the good replicas were last counted
@@ -176,6 +179,7 @@ func New(o Options) *Manager {
 		replid: newReplID(), replid2: noReplID, second: -1}
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)
+	m.batch.Store(int64(o.BatchInterval))
 	m.fw.start = -1
 	m.feed.Mute(true) // until a replica attaches (attach)
 	if r := o.Resume; r != nil {
@@ -256,7 +260,7 @@ func (m *Manager) Run(ctx context.Context) {
 			m.mu.Unlock()
 			return
 		case <-m.kick:
-			if wait := m.o.BatchInterval - time.Since(pumped); wait > 0 {
+			if wait := time.Duration(m.batch.Load()) - time.Since(pumped); wait > 0 {
 				hold.Reset(wait)
 				held = hold.C
 				continue
@@ -349,6 +353,11 @@ func (m *Manager) ensureBacklogLocked() {
 		m.bl = newBacklog(m.o.BacklogSize, m.offset)
 	}
 }
+
+// SetBatchInterval changes Options.BatchInterval (CONFIG SET
+// repl-batch-interval): the writes from now on wait for it. Safe for
+// concurrent use.
+func (m *Manager) SetBatchInterval(d time.Duration) { m.batch.Store(int64(d)) }
 
 // Changed tells the Manager the engine changed (a write ran): with a
 // replica attached, the pump runs as soon as it is scheduled instead of

@@ -594,10 +594,26 @@ func TestReplicaOfRefusesWritesAtOnce(t *testing.T) {
 // WAIT's). Without the interval every write is pumped on its own: some 50
 // records. The bound follows the writes' own duration, so a slow machine
 // cannot break it; without the interval it fails (2,061 bytes against a
-// bound of 156).
+// bound of 156). The interval is set at start, or by CONFIG SET.
 func TestReplBatchIntervalSendsFewerFrames(t *testing.T) {
+	t.Run("at start", func(t *testing.T) {
+		p := startRepl(t, func(o *server.Options) { o.Config.ReplBatchInterval = time.Second })
+		testReplBatchInterval(t, p)
+	})
+	t.Run("CONFIG SET", func(t *testing.T) {
+		p := startRepl(t)
+		require.Equal(t, `["repl-batch-interval" "0s"]`, p.c.Do("CONFIG", "GET", "repl-batch-interval"))
+		for _, bad := range []string{"2s", "-1ms", "1", "soon"} {
+			require.Equal(t, "-ERR CONFIG SET failed (possibly related to argument 'repl-batch-interval') - argument must be a duration from 0 to 1s",
+				p.c.Do("CONFIG", "SET", "repl-batch-interval", bad), bad)
+		}
+		require.Equal(t, "+OK", p.c.Do("CONFIG", "SET", "repl-batch-interval", "1s"))
+		testReplBatchInterval(t, p)
+	})
+}
+
+func testReplBatchInterval(t *testing.T, p *replNode) {
 	const interval = time.Second
-	p := startRepl(t, func(o *server.Options) { o.Config.ReplBatchInterval = interval })
 	r := startRepl(t)
 	follow(t, r, p)
 	require.Equal(t, `["repl-batch-interval" "1s"]`, p.c.Do("CONFIG", "GET", "repl-batch-interval"))
