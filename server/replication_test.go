@@ -607,6 +607,7 @@ func TestReplBatchIntervalSendsFewerFrames(t *testing.T) {
 			require.Equal(t, "-ERR CONFIG SET failed (possibly related to argument 'repl-batch-interval') - argument must be a duration from 0 to 1s",
 				p.c.Do("CONFIG", "SET", "repl-batch-interval", bad), bad)
 		}
+		require.Equal(t, `["repl-batch-interval" "0s"]`, p.c.Do("CONFIG", "GET", "repl-batch-interval"), "a refused value changes nothing")
 		require.Equal(t, "+OK", p.c.Do("CONFIG", "SET", "repl-batch-interval", "1s"))
 		testReplBatchInterval(t, p)
 	})
