@@ -257,8 +257,8 @@ func (s *Snapshotter) fill(b *Batch) error {
 			return err
 		}
 	}
-	clear(order) // drop references to keys
-	clear(scratch[:cap(scratch)])
+	clear(order) // drop references to keys, in both of keyOrder's buffers
+	clear(scratch[:min(len(order), cap(scratch))])
 	return nil
 }
 
@@ -276,16 +276,10 @@ func keyOrder(recs []engine.Record, order, scratch []keyAt) ([]keyAt, []keyAt) {
 	for i := range recs {
 		order = append(order, keyAt{prefixWord(recs[i].Key, cp), recs[i].Key, int32(i)})
 	}
+	// The pairs are in position order, and every sort below is stable:
+	// equal keys keep it.
 	if len(order) < radixMin {
-		slices.SortFunc(order, func(a, b keyAt) int {
-			if a.word != b.word {
-				return cmp.Compare(a.word, b.word)
-			}
-			if c := strings.Compare(a.key, b.key); c != 0 {
-				return c
-			}
-			return int(a.i - b.i)
-		})
+		slices.SortStableFunc(order, compareKeyAt)
 		return order, scratch
 	}
 	order, scratch = radixByWord(order, scratch)
@@ -294,12 +288,21 @@ func keyOrder(recs []engine.Record, order, scratch []keyAt) ([]keyAt, []keyAt) {
 		for j < len(order) && order[j].word == order[i].word {
 			j++
 		}
-		if j-i > 1 { // positions ascend within the run: the radix sort is stable
-			slices.SortStableFunc(order[i:j], func(a, b keyAt) int { return strings.Compare(a.key, b.key) })
+		if j-i > 1 {
+			slices.SortStableFunc(order[i:j], compareKeyAt)
 		}
 		i = j
 	}
 	return order, scratch
+}
+
+// compareKeyAt orders pairs by key: by word, then, for equal words, by
+// the whole keys.
+func compareKeyAt(a, b keyAt) int {
+	if a.word != b.word {
+		return cmp.Compare(a.word, b.word)
+	}
+	return strings.Compare(a.key, b.key)
 }
 
 // radixMin is the batch size from which keyOrder sorts by radix: below
