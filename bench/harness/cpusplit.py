@@ -16,19 +16,17 @@ records brought into the cache), the command (node.Exec, the decision included),
 in the engine alone, RESP parsing and the rest.
 """
 import os, subprocess, sys, re, statistics
-from noise import spread
+import noise
 reqs, gauge = {}, {}
 for line in open(sys.argv[1]):
     m = re.match(r"(p5-\S+): reqs (\d+) cpu_ticks (\d+)(?: gauge_ms (\S+) (\S+))?", line)
     if not m: continue
     reqs[m.group(1)] = (int(m.group(2)), int(m.group(3)))
-    if m.group(4): gauge[m.group(1)] = [float(m.group(4)), float(m.group(5))]
-# The noise check (harness/noise.py): a run whose gauge strayed more than GAUGE_TOL from the
-# sitting's median is dropped. Runs from before the gauge are all kept.
+    # A run's gauge readings as noise.py reads them (none: from before the gauge, kept).
+    gauge[m.group(1)] = dict(zip(noise.GAUGE_FIELDS, m.group(4, 5))) if m.group(4) else {}
 tol = float(os.environ.get("GAUGE_TOL", "0.10"))
-gs = [x for v in gauge.values() for x in v]
-mid = statistics.median(gs) if gs else 0
-calm = lambda tag: not mid or all(abs(x - mid) <= tol * mid for x in gauge.get(tag, []))
+mid, _ = noise.sitting_median(gauge.values())
+calm = lambda tag: noise.calm(gauge[tag], mid, tol)
 def cum(prof):
     out = subprocess.run(["go","tool","pprof","-top","-cum","-nodecount=2000",prof],capture_output=True,text=True).stdout
     d = {}
@@ -67,4 +65,4 @@ for a in groups:
         continue
     keys = [c for c,_ in cats]+["parse","other"]
     med = {k: statistics.median(r[k] for r in rows) for k in keys}
-    print(f"{a},{len(kept)}/{len(tags)},{spread(per, lambda x: f'{x:.3f}')}," + ",".join(f"{med[k]:.0f}" for k in keys))
+    print(f"{a},{len(kept)}/{len(tags)},{noise.spread(per, lambda x: f'{x:.3f}')}," + ",".join(f"{med[k]:.0f}" for k in keys))
