@@ -162,7 +162,7 @@ func (c Config) Validate() error {
 		return errors.New("--repl-backlog-size must not be negative")
 	case c.MinReplicasToWrite < 0:
 		return errors.New("--min-replicas-to-write must not be negative")
-	case c.ReplBatchInterval < 0 || c.ReplBatchInterval > time.Second:
+	case !replBatchIntervalOK(c.ReplBatchInterval):
 		return errors.New("--repl-batch-interval must be from 0 to 1s")
 	case c.MinReplicasMaxLag < 0:
 		return errors.New("--min-replicas-max-lag must not be negative")
@@ -391,7 +391,7 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "repl-batch-interval", Get: str(func(c Config) string { return c.ReplBatchInterval.String() }),
 			Set: func(v string) error {
 				d, err := time.ParseDuration(v)
-				if err != nil || d < 0 || d > time.Second {
+				if err != nil || !replBatchIntervalOK(d) {
 					return errors.New("argument must be a duration from 0 to 1s")
 				}
 				if n.repl != nil {
@@ -553,6 +553,10 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 	}
 	return ps
 }
+
+// replBatchIntervalOK reports whether d may be --repl-batch-interval
+// (the flag and CONFIG SET alike): from 0 to a second.
+func replBatchIntervalOK(d time.Duration) bool { return d >= 0 && d <= time.Second }
 
 // yesNo is a boolean as Redis's configuration writes it.
 func yesNo(b bool) string {
