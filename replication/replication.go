@@ -237,12 +237,15 @@ func (m *Manager) Run(ctx context.Context) {
 	hold := time.NewTimer(time.Hour)
 	hold.Stop()
 	defer hold.Stop()
-	var pumped time.Time // when Run last pumped
 	pump := func() {
-		m.kicked.Store(false)
 		m.serial.Lock()
 		m.pump(false)
 		m.serial.Unlock()
+	}
+	var pumped time.Time // when a pump that a write woke last ran
+	woken := func() {
+		m.kicked.Store(false)
+		pump()
 		pumped = time.Now()
 	}
 	for {
@@ -265,14 +268,12 @@ func (m *Manager) Run(ctx context.Context) {
 				held = hold.C
 				continue
 			}
-			pump()
+			woken()
 		case <-held:
 			held = nil
-			pump()
+			woken()
 		case <-t.C:
-			m.serial.Lock()
-			m.pump(false)
-			m.serial.Unlock()
+			pump()
 			m.mu.Lock()
 			if time.Since(m.lastCheck) >= goodEvery {
 				m.setWritesLocked()
