@@ -8,12 +8,14 @@ package fuzzargs
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"sort"
 	"strconv"
@@ -103,71 +105,140 @@ func FuzzArgs(f *testing.F) {
 		f.Add(name)
 		f.Add(name + " k")
 	}
-	f.Fuzz(func(t *testing.T, script string) {
-		if len(script) > maxScript {
+	f.Fuzz(func(t *testing.T, script string) { run(t, script, nil) })
+}
+
+// FuzzRestored runs scripts as FuzzArgs does, with its checks, on a node
+// that also holds the key "r" restored from any record: the kind, the
+// words and the log as fuzzed, the deadline anywhere after now. A replica,
+// a slot's new owner and a restart take records from outside and hold
+// them as they came (engine/record.go: every encoding is total), so
+// whatever a record holds, no command on its key may panic, hang, answer
+// a malformed reply or, refused, change anything. And the key's record
+// is a fixed point: restored into another engine, it dumps the same (a
+// restore that lost or changed a word would not be).
+func FuzzRestored(f *testing.F) {
+	scripts := []string{
+		"CL.THROTTLE r 5 10 60\nCL.THROTTLE r 5 10 60 3",
+		"RL.FIXED r 10 60s\nRL.FIXED r 10 60s RESERVE 5s\nRL.CANCEL r 1700000001000000000",
+		"RL.LOG r 10 60s COST 3\nRL.LOG r 10 60s RESERVE 2s",
+		"RL.SLIDE r 10 60s\nRL.SLIDE r 1 1s COST 0",
+		"RL.BUCKET r 10 5 60s COST 2\nRL.BUCKET r 1 1 1s RESERVE 4s\nRL.CANCEL r 1700000001000000000",
+		"RL.ACQUIRE r 2 60s\nRL.LEASES r\nRL.RENEW r 1700000000000000001 1s\nRL.RELEASE r ANY",
+		"RL.ALL r FIXED 5 1m AND x BUCKET 3 1 1s\nRL.ALL x LOG 2 1s AND r GCRA 1 2 3 AND y SLIDE 4 1m",
+		"TYPE r\nPTTL r\nMEMORY USAGE r\nOBJECT ENCODING r\nSCAN 0\nDEBUG CLOCK ADVANCE 5h\nPTTL r\nDEL r",
+	}
+	for i, sc := range scripts {
+		for kind := range byte(6) {
+			f.Add(kind, uint64(60e9), int64(i), int64(7), int64(-3), []byte{1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0}, sc)
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind byte, ahead uint64, a, b, c int64, log []byte, script string) {
+		if len(log) > 64*8 {
 			return
 		}
-		var ms0 runtime.MemStats
-		runtime.ReadMemStats(&ms0)
+		run(t, script, func(e *engine.Engine, now int64) {
+			rec := engine.Record{Key: "r", Kind: engine.KindThrottle + engine.Kind(kind%6),
+				Deadline: now + 1 + int64(ahead%(1<<62)), A: a, B: b, C: c}
+			for l := log; len(l) >= 8; l = l[8:] {
+				rec.Log = append(rec.Log, int64(binary.LittleEndian.Uint64(l)))
+			}
+			if !e.Restore(rec, now) {
+				t.Fatalf("%+v is not held", rec)
+			}
+			held := recordOf(t, e, now)
+			again := engine.New(1)
+			again.Restore(held, now)
+			if got := recordOf(t, again, now); !reflect.DeepEqual(got, held) {
+				t.Fatalf("restored from %+v, the key dumps as %+v, and that restored dumps as %+v", rec, held, got)
+			}
+		})
+	})
+}
 
-		clk := clock.NewManual(rltest.StartNs)
-		e := engine.New(4)
-		n := node.New(node.Config{Shards: 4, MaxClients: 10}, e, clk, node.Options{})
-		c, err := n.NewClient("fuzz", "fuzz", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer n.RemoveClient(c)
-		w := resp.NewWriter(c.Proto)
-		for _, args := range setup {
-			if out := exec(n, c, w, rltest.Argv(args...)); bytes.HasPrefix(out, []byte("-")) {
-				t.Fatalf("setup %q: %q", args, out)
-			}
-		}
-
-		ran := 0
-		for _, line := range strings.Split(script, "\n") {
-			args, err := rltest.SplitArgs(line)
-			if err != nil || len(args) == 0 || ran == maxCommands {
-				continue
-			}
-			if why, skip := skipped[fullName(n.Commands(), args)]; skip {
-				t.Logf("%q skipped: %s", args, why)
-				continue
-			}
-			ran++
-			// Expired keys go first: a refused command may still drop
-			// an expired key it looks at, as Redis does, and that is not
-			// a change of the keyspace it sees.
-			e.Sweep(clk.Now())
-			before := digest(e, clk.Now())
-			t0 := time.Now()
-			out := exec(n, c, w, rltest.Argv(args...))
-			if took := time.Since(t0); took > maxTook {
-				t.Fatalf("%q took %v", args, took)
-			}
-			if len(out) == 0 && strings.EqualFold(args[0], "replconf") {
-				continue // ACK and GETACK: no reply, as in Redis
-			}
-			if err := checkReplies(out); err != nil {
-				t.Fatalf("%q: reply %q: %v", args, out, err)
-			}
-			if refused(out) {
-				if after := digest(e, clk.Now()); after != before {
-					t.Fatalf("%q refused with %q changed the keyspace:\nbefore:\n%s\nafter:\n%s", args, out, before, after)
-				}
-			}
-		}
-
-		if held := e.Store().Memory().Held; held > maxHeld {
-			t.Fatalf("the keyspace holds %d bytes", held)
-		}
-		var ms1 runtime.MemStats
-		runtime.ReadMemStats(&ms1)
-		if a := ms1.TotalAlloc - ms0.TotalAlloc; a > maxAlloc {
-			t.Fatalf("the input allocated %d bytes", a)
+// recordOf is the record of "r" that e dumps at now.
+func recordOf(t *testing.T, e *engine.Engine, now int64) engine.Record {
+	var held []engine.Record
+	e.Dump(now, func(r engine.Record) {
+		if r.Key == "r" {
+			held = append(held, r)
 		}
 	})
+	if len(held) != 1 {
+		t.Fatalf("%d records of r", len(held))
+	}
+	return held[0]
+}
+
+// run is one input of FuzzArgs or FuzzRestored: script's commands on a
+// fresh node holding setup and, if restore is set, what it restores.
+func run(t *testing.T, script string, restore func(e *engine.Engine, now int64)) {
+	if len(script) > maxScript {
+		return
+	}
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+
+	clk := clock.NewManual(rltest.StartNs)
+	e := engine.New(4)
+	n := node.New(node.Config{Shards: 4, MaxClients: 10}, e, clk, node.Options{})
+	c, err := n.NewClient("fuzz", "fuzz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.RemoveClient(c)
+	w := resp.NewWriter(c.Proto)
+	for _, args := range setup {
+		if out := exec(n, c, w, rltest.Argv(args...)); bytes.HasPrefix(out, []byte("-")) {
+			t.Fatalf("setup %q: %q", args, out)
+		}
+	}
+	if restore != nil {
+		restore(e, clk.Now())
+	}
+
+	ran := 0
+	for _, line := range strings.Split(script, "\n") {
+		args, err := rltest.SplitArgs(line)
+		if err != nil || len(args) == 0 || ran == maxCommands {
+			continue
+		}
+		if why, skip := skipped[fullName(n.Commands(), args)]; skip {
+			t.Logf("%q skipped: %s", args, why)
+			continue
+		}
+		ran++
+		// Expired keys go first: a refused command may still drop
+		// an expired key it looks at, as Redis does, and that is not
+		// a change of the keyspace it sees.
+		e.Sweep(clk.Now())
+		before := digest(e, clk.Now())
+		t0 := time.Now()
+		out := exec(n, c, w, rltest.Argv(args...))
+		if took := time.Since(t0); took > maxTook {
+			t.Fatalf("%q took %v", args, took)
+		}
+		if len(out) == 0 && strings.EqualFold(args[0], "replconf") {
+			continue // ACK and GETACK: no reply, as in Redis
+		}
+		if err := checkReplies(out); err != nil {
+			t.Fatalf("%q: reply %q: %v", args, out, err)
+		}
+		if refused(out) {
+			if after := digest(e, clk.Now()); after != before {
+				t.Fatalf("%q refused with %q changed the keyspace:\nbefore:\n%s\nafter:\n%s", args, out, before, after)
+			}
+		}
+	}
+
+	if held := e.Store().Memory().Held; held > maxHeld {
+		t.Fatalf("the keyspace holds %d bytes", held)
+	}
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
+	if a := ms1.TotalAlloc - ms0.TotalAlloc; a > maxAlloc {
+		t.Fatalf("the input allocated %d bytes", a)
+	}
 }
 
 // TestSeedsCoverEveryCommand: the seed corpus names every command and
