@@ -10,7 +10,8 @@
 #                                  then flags); sets REDIS_PID
 #   start_rlserver PORT [CPUS] [GOMAXPROCS] [flags...]
 #                                  this checkout's rlserver (--save-interval 0 unless flags
-#                                  say otherwise); sets RL_PID
+#                                  say otherwise; its own data directory, removed when it
+#                                  stops); sets RL_PID
 #   stop_server PID                stop one server this script started
 #   load_scripts PORT              SCRIPT LOAD harness/lua/*.lua; sets SHA_<algo>
 #   limiter_cmd TARGET ALGO USE    the command line of a limiter: TARGET redis (EVALSHA of the
@@ -35,6 +36,7 @@ CLK_TCK=$(getconf CLK_TCK)
 
 OWN_PIDS=()   # servers started here, stopped on exit
 OWN_DIRS=()   # their temporary directories
+declare -A DATA_OF=()  # an rlserver's PID -> its data directory (start_rlserver)
 
 hlog() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { hlog "FATAL: $*"; exit 1; }
@@ -104,14 +106,19 @@ start_redis() {
 }
 
 start_rlserver() {
-  local port=$1 cpus=${2:-} procs=${3:-} flags=("${@:4}")
+  local port=$1 cpus=${2:-} procs=${3:-} flags=("${@:4}") dir
   [ -n "${RLSERVER:-}" ] || build_rlserver
   port_busy "$port" && die "port $port is already in use (set PORT)"
   [ ${#flags[@]} -gt 0 ] || flags=(--save-interval 0)
-  $(pin "$cpus") env ${procs:+GOMAXPROCS=$procs} "$RLSERVER" --bind "$HOST" --port "$port" "${flags[@]}" \
-    >/dev/null 2>&1 &
+  # A data directory of its own, removed when it stops: a server that snapshots must not load
+  # what an earlier run (or another build) left in ./data. A --dir in flags comes later and wins.
+  dir=$(mktemp -d -t rlbench-data.XXXXXX)
+  OWN_DIRS+=("$dir")
+  $(pin "$cpus") env ${procs:+GOMAXPROCS=$procs} "$RLSERVER" --bind "$HOST" --port "$port" --dir "$dir" \
+    "${flags[@]}" >/dev/null 2>&1 &
   RL_PID=$!
   OWN_PIDS+=("$RL_PID")
+  DATA_OF[$RL_PID]=$dir
   wait_ready "$port" "$RL_PID"
   check_pid "$port" "$RL_PID"
 }
@@ -128,6 +135,10 @@ stop_server() {
   fi
   for p in "${OWN_PIDS[@]}"; do [ "$p" = "$pid" ] || keep+=("$p"); done
   OWN_PIDS=("${keep[@]}")
+  if [ -n "${DATA_OF[$pid]:-}" ]; then
+    rm -rf "${DATA_OF[$pid]}"
+    unset "DATA_OF[$pid]"
+  fi
 }
 
 ALGOS="gcra fixed log slide bucket all3"
