@@ -9,9 +9,13 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// RecordVersion is the format of an encoded record; a decoder refuses
-// any other.
-const RecordVersion = 1
+// The formats of an encoded record. A record with a log is written in
+// version 2, one without in version 1; both are read, and any other is
+// refused.
+const (
+	RecordVersion    = 1 // the log's entries as zigzag varints
+	RecordVersionLog = 2 // the log's entries as deltas (appendLog)
+)
 
 // Codec errors. Decode wraps them with what it was decoding.
 var (
@@ -25,7 +29,10 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // AppendRecord encodes r's state (not its key) onto dst:
 //
 //	version u8 | kind u8 | deadline, A, B, C as zigzag varints |
-//	log length uvarint | log entries as zigzag varints | CRC-32C u32
+//	log length uvarint | log entries | CRC-32C u32
+//
+// The log's entries are zigzag varints in version 1, deltas (appendLog)
+// in version 2, which a record with a log is written in.
 //
 // The checksum covers the key as well as everything before it, so a
 // record moved to another key is detected too.
@@ -38,15 +45,17 @@ func AppendRecord(dst []byte, r engine.Record) []byte {
 // copying it (replication's stream).
 func AppendState(dst, key []byte, r *engine.Record) []byte {
 	start := len(dst)
-	dst = append(dst, RecordVersion, byte(r.Kind))
+	version := byte(RecordVersion)
+	if len(r.Log) > 0 {
+		version = RecordVersionLog
+	}
+	dst = append(dst, version, byte(r.Kind))
 	dst = binary.AppendVarint(dst, r.Deadline)
 	dst = binary.AppendVarint(dst, r.A)
 	dst = binary.AppendVarint(dst, r.B)
 	dst = binary.AppendVarint(dst, r.C)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Log)))
-	for _, v := range r.Log {
-		dst = binary.AppendVarint(dst, v)
-	}
+	dst = appendLog(dst, r.Deadline, r.Log)
 	sum := crc32.Update(crc32.Checksum(key, crcTable), crcTable, dst[start:])
 	return binary.LittleEndian.AppendUint32(dst, sum)
 }
@@ -61,8 +70,9 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 	if crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, body) != binary.LittleEndian.Uint32(tail) {
 		return r, ErrChecksum
 	}
-	if body[0] != RecordVersion {
-		return r, fmt.Errorf("%w %d", ErrVersion, body[0])
+	version := body[0]
+	if version != RecordVersion && version != RecordVersionLog {
+		return r, fmt.Errorf("%w %d", ErrVersion, version)
 	}
 	r.Kind = engine.Kind(body[1])
 	if r.Kind != engine.KindNone && !r.Kind.Known() { // KindNone: a deletion (replication's stream)
@@ -92,12 +102,20 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 	p = p[k:]
 	if n > 0 {
 		r.Log = make([]int64, n)
+		prev := r.Deadline
 		for i := range r.Log {
-			v, ok := next()
+			var v int64
+			ok := false
+			tag := uint64(logEscape)
+			if version == RecordVersion {
+				v, ok = next()
+			} else {
+				v, tag, p, ok = logEntry(p, prev)
+			}
 			if !ok {
 				return r, ErrCorrupt
 			}
-			r.Log[i] = v
+			r.Log[i], prev = v, logNext(prev, v, tag)
 		}
 	}
 	if len(p) != 0 {
@@ -105,3 +123,100 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 	}
 	return r, nil
 }
+
+// A version 2 log writes each entry v as the shortest of
+//
+//	uvarint(zz(v - prev) << 2 | 0)   v a time (v >= 0), near the one before
+//	uvarint(zz(^v - prev) << 2 | 1)  v the head -(t+1) of a pair, t near it
+//	uvarint(zz(v) << 2 | 2)          v a small number (a pair's count)
+//	uvarint(3), varint(v)            anything else
+//
+// where prev is the last time written (logNext), the deadline before
+// the first. A log's times sit close together (an RL.LOG's within its
+// window), so a time takes 4-5 bytes instead of a zigzag varint's 9, and
+// the numbers between them (a pair's count) a byte. Any []int64
+// round-trips, with wrapping arithmetic.
+const (
+	logDelta   = 0
+	logPair    = 1
+	logPlain   = 2
+	logEscape  = 3
+	logTagBits = 2
+)
+
+// appendLog appends log's entries as version 2 writes them, the first
+// relative to the deadline dl.
+func appendLog(dst []byte, dl int64, log []int64) []byte {
+	prev := dl
+	for _, v := range log {
+		x, tag := zz(v), uint64(logPlain)
+		if v >= 0 {
+			if d := zz(v - prev); d < x {
+				x, tag = d, logDelta
+			}
+		} else if d := zz(^v - prev); d < x {
+			x, tag = d, logPair
+		}
+		if x < 1<<(64-logTagBits) {
+			dst = binary.AppendUvarint(dst, x<<logTagBits|tag)
+		} else {
+			tag = logEscape
+			dst = binary.AppendUvarint(dst, logEscape)
+			dst = binary.AppendVarint(dst, v)
+		}
+		prev = logNext(prev, v, tag)
+	}
+	return dst
+}
+
+// logEntry decodes one entry of a version 2 log from the start of p,
+// prev as appendLog had it. It returns the entry, its tag and the rest
+// of p.
+func logEntry(p []byte, prev int64) (v int64, tag uint64, rest []byte, ok bool) {
+	u, n := binary.Uvarint(p)
+	if n <= 0 {
+		return 0, 0, p, false
+	}
+	p = p[n:]
+	x, tag := u>>logTagBits, u&(1<<logTagBits-1)
+	switch tag {
+	case logDelta:
+		v = prev + unzz(x)
+	case logPair:
+		v = ^(prev + unzz(x))
+	case logPlain:
+		v = unzz(x)
+	default:
+		if x != 0 {
+			return 0, 0, p, false // an escape is the tag alone
+		}
+		if v, n = binary.Varint(p); n <= 0 {
+			return 0, 0, p, false
+		}
+		p = p[n:]
+	}
+	return v, tag, p, true
+}
+
+// logNext is prev after the entry v written with tag: the time it
+// carries (v, or t for a pair's head -(t+1)) if it was written as a time
+// or is as large as one, else prev unchanged (a count, say, between two
+// times that sit close together).
+func logNext(prev, v int64, tag uint64) int64 {
+	t := v
+	if v < 0 {
+		t = ^v
+	}
+	if tag == logDelta || tag == logPair || t >= logTimeLike {
+		return t
+	}
+	return prev
+}
+
+// logTimeLike is the least value a plainly written entry must reach to
+// become the next entries' reference: about 13 days in Unix ns, far above
+// a count and far below any clock reading.
+const logTimeLike = 1 << 50
+
+func zz(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzz(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
