@@ -115,6 +115,60 @@ func TestSnapshotsRoundTrip(t *testing.T) {
 	require.Empty(t, dump(e4, now+3600e9))
 }
 
+// TestVersion1RecordsLoad: a store whose records were written in codec
+// version 1 (before version 2 wrote logs as deltas) loads to the same
+// keys, and a snapshot after the load writes version 2 over it, which
+// loads as well.
+func TestVersion1RecordsLoad(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	e := engine.New(2)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	fill(t, e, 40, t0)
+	for i := range 20 { // a longer log, some admissions shared
+		_, err := e.Store().Limit(engine.KindLog, []byte("key:2"), engine.Params{Limit: 100, Window: 60e9, Cost: int64(1 + i%2)}, t0+int64(i/2)*1e6)
+		require.NoError(t, err)
+	}
+	require.NoError(t, snap.Save())
+	require.NoError(t, st.Close())
+	want := dump(e, t0)
+
+	// Write every record again as version 1 wrote it.
+	db, err := pebble.Open("/data", &pebble.Options{FS: fs})
+	require.NoError(t, err)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{keyPrefix}, UpperBound: keysEnd})
+	require.NoError(t, err)
+	rewritten, logs := map[string][]byte{}, 0
+	for it.First(); it.Valid(); it.Next() {
+		r, err := DecodeRecord(string(it.Key()[1:]), it.Value())
+		require.NoError(t, err)
+		if len(r.Log) > 0 {
+			require.Equal(t, byte(RecordVersionLog), it.Value()[0])
+			logs++
+		}
+		rewritten[string(it.Key())] = appendRecordV1(r)
+	}
+	require.NoError(t, it.Close())
+	require.Greater(t, logs, 5, "records with a log")
+	for k, v := range rewritten {
+		require.NoError(t, db.Set([]byte(k), v, pebble.Sync))
+	}
+	require.NoError(t, db.Close())
+
+	e2, _ := reload(t, fs, t0)
+	require.Equal(t, want, dump(e2, t0))
+
+	// A decision and a snapshot after the load: version 2 over version 1.
+	st = openMem(t, fs)
+	snap = NewSnapshotter(e2, st, clock.NewManual(t0+1e9), nil)
+	_, err = e2.Store().Limit(engine.KindLog, []byte("key:2"), engine.Params{Limit: 100, Window: 60e9, Cost: 1}, t0+1e9)
+	require.NoError(t, err)
+	require.NoError(t, snap.Save())
+	require.NoError(t, st.Close())
+	e3, _ := reload(t, fs, t0+1e9)
+	require.Equal(t, dump(e2, t0+1e9), dump(e3, t0+1e9))
+}
+
 func TestDamagedStoreIsRefused(t *testing.T) {
 	fs := vfs.NewMem()
 	st := openMem(t, fs)
