@@ -102,20 +102,17 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 	p = p[k:]
 	if n > 0 {
 		r.Log = make([]int64, n)
-		prev := r.Deadline
+		prev := r.Deadline // version 2's reference time
 		for i := range r.Log {
-			var v int64
-			ok := false
-			tag := uint64(logEscape)
+			var ok bool
 			if version == RecordVersion {
-				v, ok = next()
+				r.Log[i], ok = next()
 			} else {
-				v, tag, p, ok = logEntry(p, prev)
+				r.Log[i], prev, p, ok = logEntry(p, prev)
 			}
 			if !ok {
 				return r, ErrCorrupt
 			}
-			r.Log[i], prev = v, logNext(prev, v, tag)
 		}
 	}
 	if len(p) != 0 {
@@ -170,9 +167,9 @@ func appendLog(dst []byte, dl int64, log []int64) []byte {
 }
 
 // logEntry decodes one entry of a version 2 log from the start of p,
-// prev as appendLog had it. It returns the entry, its tag and the rest
-// of p.
-func logEntry(p []byte, prev int64) (v int64, tag uint64, rest []byte, ok bool) {
+// prev as appendLog had it. It returns the entry, prev for the next
+// entry (logNext) and the rest of p.
+func logEntry(p []byte, prev int64) (v, next int64, rest []byte, ok bool) {
 	u, n := binary.Uvarint(p)
 	if n <= 0 {
 		return 0, 0, p, false
@@ -195,7 +192,7 @@ func logEntry(p []byte, prev int64) (v int64, tag uint64, rest []byte, ok bool) 
 		}
 		p = p[n:]
 	}
-	return v, tag, p, true
+	return v, logNext(prev, v, tag), p, true
 }
 
 // logNext is prev after the entry v written with tag: the time it

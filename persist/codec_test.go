@@ -222,22 +222,22 @@ func FuzzLog(f *testing.F) {
 			enc := appendLog(nil, dl, log)
 			prev, p := dl, enc
 			for i := range log {
-				v, tag, rest, ok := logEntry(p, prev)
+				v, next, rest, ok := logEntry(p, prev)
 				require.True(t, ok, "entry %d of %v", i, log)
 				require.Equal(t, log[i], v, "entry %d of %v", i, log)
-				prev, p = logNext(prev, v, tag), rest
+				prev, p = next, rest
 			}
 			require.Empty(t, p)
 		}
 		check(words)
 		var read []int64
 		for p, prev := b, dl; len(p) > 0; {
-			v, tag, rest, ok := logEntry(p, prev)
+			v, next, rest, ok := logEntry(p, prev)
 			if !ok {
 				break
 			}
 			read = append(read, v)
-			prev, p = logNext(prev, v, tag), rest
+			prev, p = next, rest
 		}
 		check(read)
 	})
