@@ -112,8 +112,8 @@ start_rlserver() {
   [ ${#flags[@]} -gt 0 ] || flags=(--save-interval 0)
   # A data directory of its own, removed when it stops: a server that snapshots must not load
   # what an earlier run (or another build) left in ./data. A --dir in flags comes later and wins.
+  # (stop_server removes it, on exit too: cleanup stops every server.)
   dir=$(mktemp -d -t rlbench-data.XXXXXX)
-  OWN_DIRS+=("$dir")
   $(pin "$cpus") env ${procs:+GOMAXPROCS=$procs} "$RLSERVER" --bind "$HOST" --port "$port" --dir "$dir" \
     "${flags[@]}" >/dev/null 2>&1 &
   RL_PID=$!
