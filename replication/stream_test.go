@@ -128,26 +128,16 @@ func FuzzFrames(f *testing.F) {
 			}) != nil {
 				continue
 			}
-			again := frameWriter{start: -1}
-			for _, r := range recs {
-				again.record(r, fr.now)
-			}
-			again.close()
 			i := 0
-			for rest := again.buf; len(rest) > 0; {
-				g, m, err := parseFrame(rest)
-				require.NoError(t, err)
-				require.NotZero(t, m)
-				require.NoError(t, g.records(func(r engine.Record) error {
-					if len(r.Log) == 0 && len(recs[i].Log) == 0 {
-						r.Log = recs[i].Log
-					}
-					require.Equal(t, recs[i], r)
-					i++
-					return nil
-				}))
-				rest = rest[m:]
-			}
+			_, err = DecodeRecords(EncodeRecords(fr.now, recs), func(r engine.Record) error {
+				if len(r.Log) == 0 && len(recs[i].Log) == 0 {
+					r.Log = recs[i].Log
+				}
+				require.Equal(t, recs[i], r)
+				i++
+				return nil
+			})
+			require.NoError(t, err)
 			require.Equal(t, len(recs), i)
 		}
 	})
