@@ -14,12 +14,22 @@ import "sync/atomic"
 // each shard lists, per feed, the hash tags of the records it marked and
 // the keys it deleted.
 //
+// A feed made with NewEncodedFeed (replication) is a history instead, up
+// to a bound: each change is encoded as it is made, while the write holds
+// the record in the cache, into a buffer of its shard, so that reading
+// the changes costs no second visit to each record. A key written many
+// times is reported many times, in order. A shard whose buffer reaches
+// the bound lists its further changes as a set until the next read, and
+// so does a record larger than maxEncoded.
+//
 // Feeds are created before serving. An engine without feeds (a server in
 // memory only) tracks nothing and pays nothing.
 type Feed struct {
 	e   *Engine
 	i   int  // index into each shard's feeds
 	bit byte // this feed's dirty bit in a record header
+	// enc encodes each change as it is made; nil for a set feed.
+	enc Encoder
 	// pending counts the changes Next would report now, over all shards.
 	pending atomic.Int64
 	// sink keeps prefetchTags's loads from being optimized away.
@@ -29,6 +39,13 @@ type Feed struct {
 // feedPrefetch is how many listed tags takeLocked brings into the cache
 // at a time, ahead of reading their records.
 const feedPrefetch = 16
+
+// maxEncoded is the size above which an encoded feed lists a change
+// instead of keeping it: a large record (a long RL.LOG) of a hot key is
+// then sent once a read, not at every write. Every write of the key
+// until the read is listed with it (its dirty bit), and a read reports
+// what it listed after what it kept, so each key's changes stay in order.
+const maxEncoded = 256
 
 // maxFeeds is the number of dirty bits a record header has room for.
 const maxFeeds = 4
@@ -53,7 +70,20 @@ type feedShard struct {
 	n       int64
 	flushed bool
 	muted   bool // Mute: nothing is listed
+	// An encoded feed's changes, encoded as they were made and in that
+	// order, all older than anything listed in dirty and deleted: once
+	// out holds max bytes, changes are listed until the next read.
+	enc Encoder
+	out []byte
+	max int
+	rec Record // enc's argument, its Log reused
 }
+
+// An Encoder appends one change to dst and returns the extended slice:
+// the record r of key, or the key's deletion when r.Kind is KindNone.
+// It runs under a shard's lock and must not call into the engine. key
+// and r are borrowed for the call.
+type Encoder func(dst, key []byte, r *Record) []byte
 
 // NewFeed registers a new reader of the engine's changes, positioned now:
 // it will report what changes from here on (a reader that needs the
@@ -75,6 +105,23 @@ func (e *Engine) NewFeed() *Feed {
 	return f
 }
 
+// NewEncodedFeed registers a feed whose changes are encoded by enc as
+// they are made, and read with Append: up to max bytes per shard between
+// two reads are kept as a history, every write in order; past that a
+// shard lists its changes as a set (NewFeed), read back when Append runs.
+// The same rules as NewFeed apply.
+func (e *Engine) NewEncodedFeed(enc Encoder, max int) *Feed {
+	f := e.NewFeed()
+	f.enc = enc
+	for _, s := range e.shards {
+		s.mu.Lock()
+		fs := &s.feeds[f.i]
+		fs.enc, fs.max = enc, max
+		s.mu.Unlock()
+	}
+	return f
+}
+
 // Next passes fn every change since the previous call, shard by shard
 // (each shard locked only while its changes are collected): a deletion
 // record for each key removed, then the current record of each key
@@ -82,6 +129,9 @@ func (e *Engine) NewFeed() *Feed {
 // the previous call: the receiver must drop everything it holds before
 // applying the records. The records own their memory.
 func (f *Feed) Next(fn func(Record)) (flushed bool) {
+	if f.enc != nil {
+		panic("engine: Next on an encoded feed (Append reads it)")
+	}
 	f.e.cut.Lock()
 	defer f.e.cut.Unlock()
 	var recs []Record
@@ -102,27 +152,37 @@ func (f *Feed) Next(fn func(Record)) (flushed bool) {
 	return flushed
 }
 
-// NextEach is Next without copies, for a reader that encodes each change
-// at once (replication): fn gets each change while its shard is locked,
-// the key and the record (Key empty, Log reused) borrowed for the call.
-func (f *Feed) NextEach(fn func(key []byte, r *Record)) (flushed bool) {
+// Append appends to dst every change of an encoded feed (NewEncodedFeed)
+// since the previous call, shard by shard, each shard locked only while
+// its changes are copied: the changes encoded as they were made, then
+// those listed past the bound (each deleted key, then the current record
+// of each key written). flushed reports that some shard was flushed
+// (FLUSHALL) since the previous call: the receiver must drop everything
+// it holds before applying what follows.
+func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
+	if f.enc == nil {
+		panic("engine: Append on a feed without an Encoder (Next reads it)")
+	}
 	f.e.cut.Lock()
 	defer f.e.cut.Unlock()
-	var r Record
+	var fs *feedShard
 	deleted := func(k string) {
-		r = Record{}
-		fn([]byte(k), &r)
+		fs.rec = Record{Log: fs.rec.Log[:0]}
+		dst = f.enc(dst, []byte(k), &fs.rec)
 	}
 	written := func(p parsed) {
-		fillRecord(&r, p)
-		fn(p.key, &r)
+		fillRecord(&fs.rec, p)
+		dst = f.enc(dst, p.key, &fs.rec)
 	}
 	for _, s := range f.e.shards {
 		s.mu.Lock()
+		fs = &s.feeds[f.i]
+		dst = append(dst, fs.out...)
+		fs.out = fs.out[:0]
 		flushed = f.takeLocked(s, deleted, written) || flushed
 		s.mu.Unlock()
 	}
-	return flushed
+	return dst, flushed
 }
 
 // takeLocked empties the feed's list in shard s, clearing its dirty bits,
@@ -178,6 +238,7 @@ func (f *Feed) Mute(on bool) {
 		fs := &s.feeds[f.i]
 		if on && !fs.muted {
 			f.takeLocked(s, nil, nil)
+			fs.out = nil
 		}
 		fs.muted = on
 		s.feedBits = 0
@@ -210,11 +271,21 @@ func (s *shard) markDirtyLocked(off int, tag uint32) {
 		if h&fs.bit != 0 || fs.muted {
 			continue // listed already, by the same tag
 		}
-		fs.dirty = append(fs.dirty, tag)
 		fs.n++
 		fs.pending.Add(1)
+		if fs.enc != nil && len(fs.out) < fs.max {
+			p := parseRecord(s.data, off)
+			fillRecord(&fs.rec, p)
+			at := len(fs.out)
+			if fs.out = fs.enc(fs.out, p.key, &fs.rec); len(fs.out)-at <= maxEncoded {
+				continue
+			}
+			fs.out = fs.out[:at] // too large to send at every write: listed
+		}
+		fs.dirty = append(fs.dirty, tag)
+		h |= fs.bit
 	}
-	s.data[off] = h | s.feedBits
+	s.data[off] = h
 }
 
 // deletedLocked records for every feed that the record p is removed: its
@@ -230,11 +301,17 @@ func (s *shard) deletedLocked(p parsed) {
 			fs.n--
 			fs.pending.Add(-1)
 		}
-		if !s.quiet {
-			fs.deleted = append(fs.deleted, string(p.key))
-			fs.n++
-			fs.pending.Add(1)
+		if s.quiet {
+			continue
 		}
+		fs.n++
+		fs.pending.Add(1)
+		if fs.enc != nil && len(fs.out) < fs.max {
+			fs.rec = Record{Log: fs.rec.Log[:0]}
+			fs.out = fs.enc(fs.out, p.key, &fs.rec)
+			continue
+		}
+		fs.deleted = append(fs.deleted, string(p.key))
 	}
 }
 
@@ -246,7 +323,7 @@ func (s *shard) flushedLocked() {
 			continue
 		}
 		fs.pending.Add(-fs.n)
-		fs.dirty, fs.deleted, fs.n, fs.flushed = fs.dirty[:0], nil, 0, true
+		fs.dirty, fs.deleted, fs.out, fs.n, fs.flushed = fs.dirty[:0], nil, fs.out[:0], 0, true
 	}
 }
 

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -151,39 +154,188 @@ func TestMutedFeedListsNothing(t *testing.T) {
 	require.Equal(t, []string{"w=3", "x=2"}, got)
 }
 
-// TestNextEachReportsWhatNextDoes: two feeds of one engine, one read with
-// Next and one with NextEach (copying what it borrows), report the same
-// changes: writes of every kind, logs included, and deletions.
-func TestNextEachReportsWhatNextDoes(t *testing.T) {
-	now := int64(1e12)
-	e := New(4)
-	st := e.Store()
-	a, b := e.NewFeed(), e.NewFeed()
-	for i := range 200 {
-		key := []byte(fmt.Sprintf("k%d", i%60))
-		kind := []Kind{KindFixed, KindLog, KindSlide, KindBucket}[i%60%4]
-		_, err := st.Limit(kind, key, Params{Limit: 5, Window: 1e9, Rate: 1, Cost: 1}, now)
-		require.NoError(t, err)
-		if i%7 == 0 {
-			st.Delete([]byte(fmt.Sprintf("k%d", (i+3)%60)), now)
-		}
-		now += 1e6
+// encodeForTest is an Encoder for the tests: a change as a line "key
+// record", a deletion as "-key".
+func encodeForTest(dst, key []byte, r *Record) []byte {
+	if r.Kind == KindNone {
+		return fmt.Appendf(dst, "-%s\n", key)
 	}
-	var viaNext, viaEach []string
-	a.Next(func(r Record) { viaNext = append(viaNext, fmt.Sprintf("%+v", r)) })
-	b.NextEach(func(key []byte, r *Record) {
-		c := *r
-		c.Key = string(key)
-		c.Log = append([]int64(nil), r.Log...)
-		if len(c.Log) == 0 {
-			c.Log = nil
+	c := *r
+	c.Key, c.Log = string(key), slices.Clone(r.Log)
+	if len(c.Log) == 0 {
+		c.Log = nil
+	}
+	return fmt.Appendf(dst, "%s %+v\n", key, c)
+}
+
+// appended returns the lines of an encoded feed's Append.
+func appended(f *Feed) ([]string, bool) {
+	b, flushed := f.Append(nil)
+	lines := strings.Split(string(b), "\n")
+	return lines[:len(lines)-1], flushed
+}
+
+// TestEncodedFeedKeepsTheHistory: an encoded feed reports every change
+// in the order it was made, up to its bound; past it, a shard's further
+// changes are listed as a set and come after, each key once with its
+// state when read. Reading empties both.
+func TestEncodedFeedKeepsTheHistory(t *testing.T) {
+	const now = int64(1e9)
+	p := Params{Limit: 100, Window: 1e12, Cost: 1}
+	for _, tc := range []struct {
+		name string
+		max  int
+		want []string
+	}{
+		{"under the bound", 1 << 20, []string{"x=1", "x=2", "y=1", "x=3", "-y"}},
+		{"past it after one", 1, []string{"x=1", "-y", "x=3"}},
+		{"past it at once", 0, []string{"-y", "x=3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(1)
+			st := e.Store()
+			f := e.NewEncodedFeed(encodeForTest, tc.max)
+			for _, k := range []string{"x", "x", "y", "x"} {
+				_, err := st.Limit(KindFixed, []byte(k), p, now)
+				require.NoError(t, err)
+			}
+			require.True(t, st.Delete([]byte("y"), now))
+			require.Equal(t, len(tc.want), f.Pending())
+			lines, flushed := appended(f)
+			require.False(t, flushed)
+			var got []string
+			for _, l := range lines {
+				if strings.HasPrefix(l, "-") {
+					got = append(got, l)
+					continue
+				}
+				var key string
+				var r Record
+				_, err := fmt.Sscanf(l, "%s {Key:%s Kind:%d Deadline:%d A:%d B:%d", &key, &r.Key, &r.Kind, &r.Deadline, &r.A, &r.B)
+				require.NoError(t, err, l)
+				got = append(got, fmt.Sprintf("%s=%d", key, r.B))
+			}
+			require.Equal(t, tc.want, got)
+			require.Zero(t, f.Pending())
+			lines, _ = appended(f)
+			require.Empty(t, lines)
+		})
+	}
+}
+
+// TestEncodedFeedListsLargeRecords: a record larger than maxEncoded is
+// listed, not kept, so a hot key whose log grows is kept at every write
+// while its record is small, then reported once, with its state at the
+// read, after what was kept; a small record beside it is kept at every
+// write.
+func TestEncodedFeedListsLargeRecords(t *testing.T) {
+	const now = int64(1e9)
+	e := New(1)
+	st := e.Store()
+	f := e.NewEncodedFeed(encodeForTest, 1<<20)
+	for i := range 100 {
+		_, err := st.Limit(KindLog, []byte("big"), Params{Limit: 1000, Window: 1e12, Cost: 1}, now+int64(i)*1e6)
+		require.NoError(t, err)
+		if i%25 == 0 {
+			_, err = st.Limit(KindFixed, []byte("x"), Params{Limit: 100, Window: 1e12, Cost: 1}, now)
+			require.NoError(t, err)
 		}
-		viaEach = append(viaEach, fmt.Sprintf("%+v", c))
-	})
-	sort.Strings(viaNext)
-	sort.Strings(viaEach)
-	require.NotEmpty(t, viaNext)
-	require.Equal(t, viaNext, viaEach)
+	}
+	lines, _ := appended(f)
+	var bigTimes []int // how many times each of big's lines holds
+	xs := 0
+	for _, l := range lines {
+		switch k, rec, _ := strings.Cut(l, " "); k {
+		case "big":
+			_, log, _ := strings.Cut(rec, "Log:[")
+			bigTimes = append(bigTimes, len(strings.Fields(log)))
+		case "x":
+			xs++
+		}
+	}
+	require.Equal(t, 4, xs, "x kept at every write")
+	last := len(bigTimes) - 1
+	require.Equal(t, 100, bigTimes[last], "big last, with its state at the read")
+	require.Greater(t, len(lines[len(lines)-1]), maxEncoded)
+	require.Less(t, last, 50, "big listed once it grew")
+	for i := range last {
+		require.Equal(t, i+1, bigTimes[i], "big kept in order while small")
+		require.LessOrEqual(t, len(lines[i]), maxEncoded+len("\n"))
+	}
+}
+
+// TestEncodedFeedReportsWhatNextDoes: a set feed read with Next and an
+// encoded feed read with Append, each applied in order to a keyspace of
+// its own, leave the same keyspaces after every read: writes of every
+// kind, logs included (some past maxEncoded), deletions and flushes, with
+// the encoded feed's bound never reached, reached now and then, and
+// always.
+func TestEncodedFeedReportsWhatNextDoes(t *testing.T) {
+	for _, max := range []int{1 << 20, 300, 0} {
+		t.Run(fmt.Sprint("max=", max), func(t *testing.T) {
+			now := int64(1e12)
+			e := New(4)
+			st := e.Store()
+			a, b := e.NewFeed(), e.NewEncodedFeed(encodeForTest, max)
+			viaNext, viaAppend := map[string]string{}, map[string]string{}
+			r := rand.New(rand.NewPCG(uint64(max), 7))
+			for i := range 3000 {
+				key := []byte(fmt.Sprintf("k%d", r.IntN(60)))
+				switch x := r.IntN(100); {
+				case x < 8:
+					// Logs long enough to pass maxEncoded: listed, not kept.
+					key = []byte(fmt.Sprintf("log%d", r.IntN(3)))
+					_, err := st.Limit(KindLog, key, Params{Limit: 200, Window: 1e13, Cost: 1}, now)
+					require.NoError(t, err)
+				case x < 18:
+					st.Delete(key, now)
+				case x == 18:
+					st.Flush()
+				default:
+					kind := []Kind{KindFixed, KindLog, KindSlide, KindBucket}[r.IntN(4)]
+					_, err := st.Limit(kind, key, Params{Limit: 5, Window: 1e9, Rate: 1, Cost: 1}, now)
+					if err != nil {
+						require.ErrorIs(t, err, ErrWrongType)
+					}
+				}
+				now += int64(r.IntN(3e8))
+				if r.IntN(40) > 0 && i < 2999 {
+					continue
+				}
+				var recs []Record
+				if a.Next(func(r Record) { recs = append(recs, r) }) {
+					clear(viaNext)
+				}
+				for _, r := range recs {
+					if r.Kind == KindNone {
+						delete(viaNext, r.Key)
+						continue
+					}
+					if len(r.Log) == 0 {
+						r.Log = nil
+					}
+					viaNext[r.Key] = fmt.Sprintf("%+v", r)
+				}
+				pending := b.Pending()
+				lines, flushed := appended(b)
+				require.Equal(t, pending, len(lines), "Pending counts what Append reports")
+				if flushed {
+					clear(viaAppend)
+				}
+				for _, l := range lines {
+					if k, ok := strings.CutPrefix(l, "-"); ok {
+						delete(viaAppend, k)
+						continue
+					}
+					k, rec, _ := strings.Cut(l, " ")
+					viaAppend[k] = rec
+				}
+				require.Equal(t, viaNext, viaAppend, "after op %d", i)
+			}
+			require.NotEmpty(t, viaNext)
+			require.Contains(t, viaNext, "log0")
+		})
+	}
 }
 
 // TestFeedOverLargeTables: with tables past prefetchMinSlots (where the

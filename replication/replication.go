@@ -89,6 +89,14 @@ const (
 	heartbeatEvery = 250 * time.Millisecond
 )
 
+// feedHistory is how many bytes of encoded changes a shard keeps between
+// two pumps (engine.NewEncodedFeed) before it lists further changes as a
+// set, read back by the next pump: at some 40 bytes a change, thousands of
+// changes a shard, far more than a pump's interval holds under load. It
+// bounds what a stalled pump (a full sync's snapshot) leaves in memory at
+// this much a shard.
+const feedHistory = 128 << 10
+
 // noReplID is Redis's replication id of nothing (master_replid2 unset).
 const noReplID = "0000000000000000000000000000000000000000"
 
@@ -115,8 +123,8 @@ type Manager struct {
 
 	// serial is held by whatever reads the engine into the stream or
 	// changes what the feed listens to: the pump, a full sync's
-	// snapshot, role changes. Its fields (body, bounds, fw) are the
-	// pump's buffers.
+	// snapshot, role changes. Its fields (body, fw) are the pump's
+	// buffers.
 	//
 	// Lock order: apply, serial, the engine's shard locks, mu. mu is a
 	// leaf: nothing holding it takes a shard lock, because commands
@@ -124,8 +132,7 @@ type Manager struct {
 	// (WAIT, INFO, ROLE) and take mu.
 	serial sync.Mutex
 	fw     frameWriter
-	body   []byte // the pump's encoded changes (take), and where each ends
-	bounds []int
+	body   []byte // the pump's changes, entries of a records frame (Feed.Append)
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when the stream grows, an ack arrives or a link closes
@@ -175,7 +182,7 @@ func New(o Options) *Manager {
 	if o.Writes == nil {
 		o.Writes = func(Writes) {}
 	}
-	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger, feed: o.Engine.NewFeed(),
+	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger, feed: o.Engine.NewEncodedFeed(appendEntry, feedHistory),
 		replid: newReplID(), replid2: noReplID, second: -1}
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)
@@ -298,14 +305,14 @@ func (m *Manager) pump(beat bool) {
 	if idle {
 		return // the feed is muted: a replica's stream is its primary's, and without a backlog there is no stream
 	}
-	// The changes are encoded as they are read, each shard locked
-	// meanwhile; the frames around them, which carry the clock read
-	// after, are built next.
-	m.body, m.bounds = m.body[:0], m.bounds[:0]
-	flushed := m.feed.NextEach(m.take)
+	// The changes come encoded (each as it was made, or read back past
+	// the feed's bound); the frames around them, which carry the clock
+	// read after, are built next.
+	var flushed bool
+	m.body, flushed = m.feed.Append(m.body[:0])
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.bounds) == 0 && !flushed && (len(m.links) == 0 || (!beat && time.Since(m.last) < heartbeatEvery)) {
+	if len(m.body) == 0 && !flushed && (len(m.links) == 0 || (!beat && time.Since(m.last) < heartbeatEvery)) {
 		return // heartbeats are for replicas: without any the stream stays put
 	}
 	// The time a replica follows covers every lease token issued, which
@@ -316,23 +323,17 @@ func (m *Manager) pump(beat bool) {
 	if flushed {
 		m.fw.frame(frameFlush, now)
 	}
-	m.fw.entries(m.body, m.bounds, now)
+	m.fw.entries(m.body, now)
 	if len(m.fw.buf) == 0 {
 		m.fw.frame(frameHeartbeat, now)
 	}
 	m.appendLocked(m.fw.buf)
-	if len(m.bounds) > 0 || flushed {
+	if len(m.body) > 0 || flushed {
 		m.lastState = m.offset
 	}
 	if cap(m.fw.buf) > 1<<20 { // a burst's large buffers are let go
-		m.fw.buf, m.body, m.bounds = nil, nil, nil
+		m.fw.buf, m.body = nil, nil
 	}
-}
-
-// take encodes one change into m.body (Feed.NextEach). m.serial is held.
-func (m *Manager) take(key []byte, r *engine.Record) {
-	m.body = appendEntry(m.body, key, r)
-	m.bounds = append(m.bounds, len(m.body))
 }
 
 // appendLocked adds stream bytes to the backlog and wakes the links.

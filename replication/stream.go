@@ -96,28 +96,41 @@ func (f *frameWriter) record(r engine.Record, now int64) {
 	f.buf = appendEntry(f.buf, []byte(r.Key), &r)
 }
 
-// entries adds records frames (at now) holding the entries in body,
-// whose ends are bounds: as many whole entries per frame as fit under
+// entries adds records frames (at now) holding the entries in body (each
+// made by appendEntry): as many whole entries per frame as fit under
 // recordsFrameCut (at least one). They are one unit: every frame but the
 // last is an 'm', so a replica applies all of them or none (a write that
 // spanned shards is in one pump, Engine's consistent cut).
-func (f *frameWriter) entries(body []byte, bounds []int, now int64) {
+func (f *frameWriter) entries(body []byte, now int64) {
 	f.close()
-	from := 0
-	for i := 0; i < len(bounds); {
-		j := i + 1
-		for j < len(bounds) && bounds[j]-from <= recordsFrameCut {
-			j++
+	for len(body) > 0 {
+		n := len(body)
+		if n > recordsFrameCut {
+			n = entryEnd(body, 0)
+			for e := n; e < len(body); n = e {
+				if e = entryEnd(body, n); e > recordsFrameCut {
+					break
+				}
+			}
 		}
 		kind := byte(frameRecords)
-		if j < len(bounds) {
+		if n < len(body) {
 			kind = frameMore
 		}
 		f.open(kind, now)
-		f.buf = append(f.buf, body[from:bounds[j-1]]...)
+		f.buf = append(f.buf, body[:n]...)
 		f.close()
-		from, i = bounds[j-1], j
+		body = body[n:]
 	}
+}
+
+// entryEnd returns where the entry of a records frame that starts at
+// from in b ends. b holds whole entries (appendEntry's).
+func entryEnd(b []byte, from int) int {
+	n, k := binary.Uvarint(b[from:]) // the key
+	from += k + int(n)
+	n, k = binary.Uvarint(b[from:]) // the record
+	return from + k + int(n)
 }
 
 // appendEntry appends one entry of a records frame: the key's length,

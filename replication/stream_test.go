@@ -37,12 +37,10 @@ func TestFramesRoundTrip(t *testing.T) {
 	fw.close()
 	fw.frame(frameFlush, 8)
 	var body []byte
-	var bounds []int
 	for _, rec := range recs[1000:] {
 		body = appendEntry(body, []byte(rec.Key), &rec)
-		bounds = append(bounds, len(body))
 	}
-	fw.entries(body, bounds, 9)
+	fw.entries(body, 9)
 	fw.frame(frameHeartbeat, 10)
 
 	var got []engine.Record
@@ -93,14 +91,12 @@ func FuzzFrames(f *testing.F) {
 	fw.close()
 	f.Add(fw.buf)
 	var body []byte
-	var bounds []int
 	for i := range 3 {
 		r := engine.Record{Key: "m" + strconv.Itoa(i), Kind: engine.KindFixed, Deadline: 9e18, A: 1, B: 2}
 		body = appendEntry(body, []byte(r.Key), &r)
-		bounds = append(bounds, len(body))
 	}
 	fw = frameWriter{start: -1}
-	fw.entries(body, bounds, 7)
+	fw.entries(body, 7)
 	fw.frame(frameFlush, 8)
 	fw.frame(frameSyncStart, 9)
 	fw.frame(frameSyncEnd, 10)

@@ -619,33 +619,46 @@ func testReplBatchInterval(t *testing.T, p *replNode) {
 	follow(t, r, p)
 	require.Equal(t, `["repl-batch-interval" "1s"]`, p.c.Do("CONFIG", "GET", "repl-batch-interval"))
 	offset := func() int64 { return rltest.InfoInt(t, p.c, "replication", "master_repl_offset") }
-	write := func() {
-		got := p.c.Do("RL.FIXED", "k", "1000", "1m")
+	write := func(key string) {
+		got := p.c.Do("RL.FIXED", key, "1000", "1m")
 		require.True(t, strings.HasPrefix(got, "[0 1000 "), "admitted: %s", got)
 	}
 
-	// One pump's bytes: one record of k and WAIT's heartbeat.
-	write()
+	// A pump's bytes are an entry per change and a fixed part: its frame
+	// and WAIT's heartbeat. One new key's record in one pump, then two in
+	// another (a transaction is one pump), give both.
+	pump := func(keys ...string) int64 {
+		before := offset()
+		require.Equal(t, "+OK", p.c.Do("MULTI"))
+		for _, k := range keys {
+			require.Equal(t, "+QUEUED", p.c.Do("RL.FIXED", k, "1000", "1m"))
+		}
+		require.True(t, strings.HasPrefix(p.c.Do("EXEC"), "[[0 1000 "))
+		require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+		return offset() - before
+	}
+	write("k00") // the first pump also carries the replica's first heartbeat
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
-	o0 := offset()
-	write()
-	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
-	o1 := offset()
-	onePump := o1 - o0
-	require.Positive(t, onePump)
+	one := pump("k01")
+	entry := pump("k02", "k03") - one
+	fixed := one - entry
+	require.Positive(t, entry)
+	require.Positive(t, fixed)
 
 	start := time.Now()
 	const writes = 50
-	for range writes {
-		write()
+	o := offset()
+	for i := range writes {
+		write(fmt.Sprintf("k%d", 10+i)) // new keys, their entries as long as those above
 	}
 	elapsed := time.Since(start)
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
-	grew := offset() - o1
+	grew := offset() - o
 	// The first write's pump, one per interval begun, the WAIT's; and the
-	// 250 ms tick's, which a slow machine may fit in between.
+	// 250 ms tick's, which a slow machine may fit in between. Without the
+	// interval every write would be a pump of its own.
 	pumps := 3 + int64(elapsed/interval) + int64(elapsed/(250*time.Millisecond))
-	t.Logf("%d writes in %v: the stream grew by %d bytes, one pump's are %d, at most %d pumps", writes, elapsed, grew, onePump, pumps)
-	require.LessOrEqual(t, grew, pumps*onePump, "%d writes in %v: the stream grew by %d bytes, one pump is %d", writes, elapsed, grew, onePump)
-	require.Equal(t, p.c.Do("RL.FIXED", "k", "1000", "1m", "COST", "0"), r.c.Do("RL.FIXED", "k", "1000", "1m", "COST", "0"), "the replica has every write")
+	t.Logf("%d writes in %v: the stream grew by %d bytes, an entry is %d, a pump's fixed part %d, at most %d pumps", writes, elapsed, grew, entry, fixed, pumps)
+	require.LessOrEqual(t, grew, writes*entry+pumps*fixed, "%d writes in %v: the stream grew by %d bytes", writes, elapsed, grew)
+	require.Equal(t, p.c.Do("RL.FIXED", "k59", "1000", "1m", "COST", "0"), r.c.Do("RL.FIXED", "k59", "1000", "1m", "COST", "0"), "the replica has every write")
 }
