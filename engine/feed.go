@@ -30,7 +30,8 @@ type Feed struct {
 	bit byte // this feed's dirty bit in a record header
 	// enc encodes each change as it is made; nil for a set feed.
 	enc Encoder
-	// pending counts the changes Next would report now, over all shards.
+	// pending counts the changes Next or Append would report now, over all
+	// shards.
 	pending atomic.Int64
 	// sink keeps prefetchTags's loads from being optimized away.
 	sink uint64
@@ -251,8 +252,8 @@ func (f *Feed) Mute(on bool) {
 	}
 }
 
-// Pending counts the changes Next would report now (a key changed several
-// times counts once; deletions count each). It takes no lock, so it may
+// Pending counts the changes Next or Append would report now (in a set,
+// a key changed several times counts once; deletions count each). It takes no lock, so it may
 // be called while shards are locked (INFO inside EXEC).
 func (f *Feed) Pending() int { return int(f.pending.Load()) }
 
