@@ -1,15 +1,17 @@
 #!/bin/bash
 # replbytes.sh: bytes of replication stream per decision, by command
 # (docs/capacity.md). A primary and a replica, memory only; redis-benchmark
-# sends N decisions of each command on 100,000 random keys (16-byte names)
+# sends N decisions of each command on KEYSPACE (100,000) random keys (16-byte names)
 # at c=50 P=16, and the primary's master_repl_offset moves by the stream's
 # bytes. Counts, not times: the machine's noise does not move them.
 #
 #   bench/replbytes.sh            # this checkout's build
 #   BIN=/tmp/rl N=500000 bench/replbytes.sh
+#   KEYSPACE=100 bench/replbytes.sh   # hot keys: many decisions on a key between two sends
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-200000}
+KEYSPACE=${KEYSPACE:-100000}
 PORT=${PORT:-7311}
 if [ -z "${BIN:-}" ]; then
 	go build -o /tmp/rlserver-replbytes ./cmd/rlserver
@@ -33,7 +35,7 @@ for t in "CL.THROTTLE key:__rand_int__ 100 100 60 1" "RL.FIXED key:__rand_int__ 
 	sleep 0.3
 	o0=$(off)
 	# shellcheck disable=SC2086
-	redis-benchmark -p "$PORT" -c 50 -P 16 -n "$N" -r 100000 -q $t >/dev/null 2>&1
+	redis-benchmark -p "$PORT" -c 50 -P 16 -n "$N" -r "$KEYSPACE" -q $t >/dev/null 2>&1
 	sleep 0.5
 	o1=$(off)
 	echo "${t%% *},$N,$((o1 - o0)),$(echo "scale=1; ($o1-$o0)/$N" | bc)"

@@ -14,13 +14,15 @@ import "sync/atomic"
 // each shard lists, per feed, the hash tags of the records it marked and
 // the keys it deleted.
 //
-// A feed made with NewEncodedFeed (replication) is a history instead, up
-// to a bound: each change is encoded as it is made, while the write holds
-// the record in the cache, into a buffer of its shard, so that reading
-// the changes costs no second visit to each record. A key written many
-// times is reported many times, in order. A shard whose buffer reaches
-// the bound lists its further changes as a set until the next read, and
-// so does a record larger than maxEncoded.
+// A feed made with NewEncodedFeed (replication) keeps the first change of
+// a key between two reads instead of listing it: encoded as it is made,
+// while the write holds the record in the cache, into a buffer of its
+// shard, so that a key changed once costs no second visit to its record.
+// The key's later changes before the read are listed, as above, and read
+// back after what was kept, so a hot key costs one encoding and one
+// visit a read, and each key's changes arrive in order. A shard whose
+// buffer reaches the feed's bound lists all its further changes until the
+// read, and a record larger than maxEncoded is always listed.
 //
 // Feeds are created before serving. An engine without feeds (a server in
 // memory only) tracks nothing and pays nothing.
@@ -42,10 +44,8 @@ type Feed struct {
 const feedPrefetch = 16
 
 // maxEncoded is the size above which an encoded feed lists a change
-// instead of keeping it: a large record (a long RL.LOG) of a hot key is
-// then sent once a read, not at every write. Every write of the key
-// until the read is listed with it (its dirty bit), and a read reports
-// what it listed after what it kept, so each key's changes stay in order.
+// instead of keeping it: a large record (a long RL.LOG) is encoded once a
+// read, not once when kept and again when listed.
 const maxEncoded = 256
 
 // maxFeeds is the number of dirty bits a record header has room for.
@@ -71,14 +71,23 @@ type feedShard struct {
 	n       int64
 	flushed bool
 	muted   bool // Mute: nothing is listed
-	// An encoded feed's changes, encoded as they were made and in that
-	// order, all older than anything listed in dirty and deleted: once
-	// out holds max bytes, changes are listed until the next read.
-	enc Encoder
-	out []byte
-	max int
-	rec Record // enc's argument, its Log reused
+	// An encoded feed's kept changes, encoded as they were made and in
+	// that order, all older than anything listed in dirty and deleted:
+	// once out holds max bytes, changes are listed until the next read.
+	// kept remembers the tags of the records kept since the read, one per
+	// slot: a record whose tag is there is listed. A tag overwritten by
+	// another is forgotten, and its record kept again at its next change:
+	// that costs an encoding, not order.
+	enc  Encoder
+	out  []byte
+	max  int
+	kept *[keptSlots]uint32
+	rec  Record // enc's argument, its Log reused
 }
+
+// keptSlots is the size of an encoded feed's table of kept tags, per
+// shard: a pump's worth of one shard's keys under load.
+const keptSlots = 64
 
 // An Encoder appends one change to dst and returns the extended slice:
 // the record r of key, or the key's deletion when r.Kind is KindNone.
@@ -106,18 +115,17 @@ func (e *Engine) NewFeed() *Feed {
 	return f
 }
 
-// NewEncodedFeed registers a feed whose changes are encoded by enc as
-// they are made, and read with Append: up to max bytes per shard between
-// two reads are kept as a history, every write in order; past that a
-// shard lists its changes as a set (NewFeed), read back when Append runs.
-// The same rules as NewFeed apply.
+// NewEncodedFeed registers a feed read with Append whose first change of
+// each key between two reads is encoded by enc as it is made (Feed), up to
+// max bytes a shard; the rest are listed as by NewFeed and encoded when
+// Append runs. The same rules as NewFeed apply.
 func (e *Engine) NewEncodedFeed(enc Encoder, max int) *Feed {
 	f := e.NewFeed()
 	f.enc = enc
 	for _, s := range e.shards {
 		s.mu.Lock()
 		fs := &s.feeds[f.i]
-		fs.enc, fs.max = enc, max
+		fs.enc, fs.max, fs.kept = enc, max, new([keptSlots]uint32)
 		s.mu.Unlock()
 	}
 	return f
@@ -155,9 +163,8 @@ func (f *Feed) Next(fn func(Record)) (flushed bool) {
 
 // Append appends to dst every change of an encoded feed (NewEncodedFeed)
 // since the previous call, shard by shard, each shard locked only while
-// its changes are copied: the changes encoded as they were made, then
-// those listed past the bound (each deleted key, then the current record
-// of each key written). flushed reports that some shard was flushed
+// its changes are copied: the changes kept as they were made, then those
+// listed (each deleted key, then the current record of each key written). flushed reports that some shard was flushed
 // (FLUSHALL) since the previous call: the receiver must drop everything
 // it holds before applying what follows.
 func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
@@ -180,6 +187,7 @@ func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 		fs = &s.feeds[f.i]
 		dst = append(dst, fs.out...)
 		fs.out = fs.out[:0]
+		clear(fs.kept[:])
 		flushed = f.takeLocked(s, deleted, written) || flushed
 		s.mu.Unlock()
 	}
@@ -274,14 +282,15 @@ func (s *shard) markDirtyLocked(off int, tag uint32) {
 		}
 		fs.n++
 		fs.pending.Add(1)
-		if fs.enc != nil && len(fs.out) < fs.max {
+		if fs.enc != nil && len(fs.out) < fs.max && fs.kept[tag%keptSlots] != tag {
 			p := parseRecord(s.data, off)
 			fillRecord(&fs.rec, p)
 			at := len(fs.out)
 			if fs.out = fs.enc(fs.out, p.key, &fs.rec); len(fs.out)-at <= maxEncoded {
+				fs.kept[tag%keptSlots] = tag // a second change before the read is listed
 				continue
 			}
-			fs.out = fs.out[:at] // too large to send at every write: listed
+			fs.out = fs.out[:at] // too large to keep: listed
 		}
 		fs.dirty = append(fs.dirty, tag)
 		h |= fs.bit
@@ -325,6 +334,9 @@ func (s *shard) flushedLocked() {
 		}
 		fs.pending.Add(-fs.n)
 		fs.dirty, fs.deleted, fs.out, fs.n, fs.flushed = fs.dirty[:0], nil, fs.out[:0], 0, true
+		if fs.kept != nil {
+			clear(fs.kept[:])
+		}
 	}
 }
 

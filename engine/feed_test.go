@@ -175,11 +175,30 @@ func appended(f *Feed) ([]string, bool) {
 	return lines[:len(lines)-1], flushed
 }
 
-// TestEncodedFeedKeepsTheHistory: an encoded feed reports every change
-// in the order it was made, up to its bound; past it, a shard's further
-// changes are listed as a set and come after, each key once with its
-// state when read. Reading empties both.
-func TestEncodedFeedKeepsTheHistory(t *testing.T) {
+// fixedLines turns an encoded feed's lines of RL.FIXED keys into
+// "key=count" and "-key", in the order reported.
+func fixedLines(t *testing.T, lines []string) []string {
+	var got []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "-") {
+			got = append(got, l)
+			continue
+		}
+		var key string
+		var r Record
+		_, err := fmt.Sscanf(l, "%s {Key:%s Kind:%d Deadline:%d A:%d B:%d", &key, &r.Key, &r.Kind, &r.Deadline, &r.A, &r.B)
+		require.NoError(t, err, l)
+		got = append(got, fmt.Sprintf("%s=%d", key, r.B))
+	}
+	return got
+}
+
+// TestEncodedFeedKeepsFirstChanges: an encoded feed keeps each key's
+// first change since the read, in the order made, and lists the key's
+// later changes, reported after everything kept with the key's state
+// then; past its bound it lists every change. Reading empties both, and
+// forgets what was kept.
+func TestEncodedFeedKeepsFirstChanges(t *testing.T) {
 	const now = int64(1e9)
 	p := Params{Limit: 100, Window: 1e12, Cost: 1}
 	for _, tc := range []struct {
@@ -187,7 +206,7 @@ func TestEncodedFeedKeepsTheHistory(t *testing.T) {
 		max  int
 		want []string
 	}{
-		{"under the bound", 1 << 20, []string{"x=1", "x=2", "y=1", "x=3", "-y"}},
+		{"under the bound", 1 << 20, []string{"x=1", "y=1", "-y", "x=3"}},
 		{"past it after one", 1, []string{"x=1", "-y", "x=3"}},
 		{"past it at once", 0, []string{"-y", "x=3"}},
 	} {
@@ -203,65 +222,77 @@ func TestEncodedFeedKeepsTheHistory(t *testing.T) {
 			require.Equal(t, len(tc.want), f.Pending())
 			lines, flushed := appended(f)
 			require.False(t, flushed)
-			var got []string
-			for _, l := range lines {
-				if strings.HasPrefix(l, "-") {
-					got = append(got, l)
-					continue
-				}
-				var key string
-				var r Record
-				_, err := fmt.Sscanf(l, "%s {Key:%s Kind:%d Deadline:%d A:%d B:%d", &key, &r.Key, &r.Kind, &r.Deadline, &r.A, &r.B)
-				require.NoError(t, err, l)
-				got = append(got, fmt.Sprintf("%s=%d", key, r.B))
-			}
-			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.want, fixedLines(t, lines))
 			require.Zero(t, f.Pending())
 			lines, _ = appended(f)
 			require.Empty(t, lines)
+
+			_, err := st.Limit(KindFixed, []byte("x"), p, now)
+			require.NoError(t, err)
+			lines, _ = appended(f)
+			want := []string{"x=4"}
+			require.Equal(t, want, fixedLines(t, lines), "kept or listed, x's next change is reported once")
 		})
 	}
 }
 
 // TestEncodedFeedListsLargeRecords: a record larger than maxEncoded is
-// listed, not kept, so a hot key whose log grows is kept at every write
-// while its record is small, then reported once, with its state at the
-// read, after what was kept; a small record beside it is kept at every
-// write.
+// listed, not kept (reported after what was kept), while a small record
+// changed beside it is kept.
 func TestEncodedFeedListsLargeRecords(t *testing.T) {
 	const now = int64(1e9)
 	e := New(1)
 	st := e.Store()
 	f := e.NewEncodedFeed(encodeForTest, 1<<20)
-	for i := range 100 {
+	logged := func(i int) {
 		_, err := st.Limit(KindLog, []byte("big"), Params{Limit: 1000, Window: 1e12, Cost: 1}, now+int64(i)*1e6)
 		require.NoError(t, err)
-		if i%25 == 0 {
-			_, err = st.Limit(KindFixed, []byte("x"), Params{Limit: 100, Window: 1e12, Cost: 1}, now)
+	}
+	for i := range 100 {
+		logged(i)
+	}
+	appended(f)
+	logged(100)
+	_, err := st.Limit(KindFixed, []byte("x"), Params{Limit: 100, Window: 1e12, Cost: 1}, now)
+	require.NoError(t, err)
+	lines, _ := appended(f)
+	require.Len(t, lines, 2)
+	require.True(t, strings.HasPrefix(lines[0], "x "), "x kept: %s", lines[0])
+	require.True(t, strings.HasPrefix(lines[1], "big "), "big listed, after: %.40s", lines[1])
+	_, log, _ := strings.Cut(lines[1], "Log:[")
+	require.Len(t, strings.Fields(log), 101)
+	require.Greater(t, len(lines[1]), maxEncoded)
+}
+
+// TestEncodedFeedKeepsOverAForgetfulTable: with more keys changed between
+// two reads than the table of kept tags has slots, some keys' second
+// changes are kept again instead of listed; every change still reaches
+// the reader in order, and each key's last reported state is its state.
+func TestEncodedFeedKeepsOverAForgetfulTable(t *testing.T) {
+	const now = int64(1e9)
+	e := New(1)
+	st := e.Store()
+	f := e.NewEncodedFeed(encodeForTest, 1<<20)
+	p := Params{Limit: 100, Window: 1e12, Cost: 1}
+	const keys = 8 * keptSlots
+	for range 3 {
+		for i := range keys {
+			_, err := st.Limit(KindFixed, []byte(fmt.Sprintf("k%d", i)), p, now)
 			require.NoError(t, err)
 		}
 	}
 	lines, _ := appended(f)
-	var bigTimes []int // how many times each of big's lines holds
-	xs := 0
-	for _, l := range lines {
-		switch k, rec, _ := strings.Cut(l, " "); k {
-		case "big":
-			_, log, _ := strings.Cut(rec, "Log:[")
-			bigTimes = append(bigTimes, len(strings.Fields(log)))
-		case "x":
-			xs++
-		}
+	last := map[string]string{}
+	for _, l := range fixedLines(t, lines) {
+		k, v, _ := strings.Cut(l, "=")
+		require.Less(t, last[k], v, "%s's changes in order", k)
+		last[k] = v
 	}
-	require.Equal(t, 4, xs, "x kept at every write")
-	last := len(bigTimes) - 1
-	require.Equal(t, 100, bigTimes[last], "big last, with its state at the read")
-	require.Greater(t, len(lines[len(lines)-1]), maxEncoded)
-	require.Less(t, last, 50, "big listed once it grew")
-	for i := range last {
-		require.Equal(t, i+1, bigTimes[i], "big kept in order while small")
-		require.LessOrEqual(t, len(lines[i]), maxEncoded+len("\n"))
+	require.Len(t, last, keys)
+	for k, v := range last {
+		require.Equal(t, "3", v, k)
 	}
+	require.Greater(t, len(lines), keys, "second changes kept again")
 }
 
 // TestEncodedFeedReportsWhatNextDoes: a set feed read with Next and an
