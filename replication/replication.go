@@ -89,12 +89,11 @@ const (
 	heartbeatEvery = 250 * time.Millisecond
 )
 
-// feedHistory is how many bytes of encoded changes a shard keeps between
-// two pumps (engine.NewEncodedFeed) before it lists further changes as a
-// set, read back by the next pump: at some 40 bytes a change, thousands of
-// changes a shard, far more than a pump's interval holds under load. It
-// bounds what a stalled pump (a full sync's snapshot) leaves in memory at
-// this much a shard.
+// feedHistory is how many bytes of kept changes a shard holds between two
+// pumps (engine.NewEncodedFeed) before it lists all further changes, read
+// back by the next pump: at some 40 bytes a change, thousands of changes a
+// shard, far more than a pump's interval holds under load. It bounds what
+// a stalled pump (a full sync's snapshot) leaves in memory, a shard.
 const feedHistory = 128 << 10
 
 // noReplID is Redis's replication id of nothing (master_replid2 unset).
@@ -305,9 +304,9 @@ func (m *Manager) pump(beat bool) {
 	if idle {
 		return // the feed is muted: a replica's stream is its primary's, and without a backlog there is no stream
 	}
-	// The changes come encoded (each as it was made, or read back past
-	// the feed's bound); the frames around them, which carry the clock
-	// read after, are built next.
+	// The changes come encoded (a key's first change since the last
+	// pump as it was made, the others read back now); the frames around
+	// them, which carry the clock read after, are built next.
 	var flushed bool
 	m.body, flushed = m.feed.Append(m.body[:0])
 	m.mu.Lock()

@@ -106,11 +106,13 @@ func (f *frameWriter) entries(body []byte, now int64) {
 	for len(body) > 0 {
 		n := len(body)
 		if n > recordsFrameCut {
-			n = entryEnd(body, 0)
-			for e := n; e < len(body); n = e {
-				if e = entryEnd(body, n); e > recordsFrameCut {
+			n = entryEnd(body, 0) // at least one entry
+			for n < len(body) {
+				e := entryEnd(body, n)
+				if e > recordsFrameCut {
 					break
 				}
+				n = e
 			}
 		}
 		kind := byte(frameRecords)
