@@ -164,9 +164,10 @@ func (f *Feed) Next(fn func(Record)) (flushed bool) {
 // Append appends to dst every change of an encoded feed (NewEncodedFeed)
 // since the previous call, shard by shard, each shard locked only while
 // its changes are copied: the changes kept as they were made, then those
-// listed (each deleted key, then the current record of each key written). flushed reports that some shard was flushed
-// (FLUSHALL) since the previous call: the receiver must drop everything
-// it holds before applying what follows.
+// listed (each deleted key, then the current record of each key
+// written). flushed reports that some shard was flushed (FLUSHALL) since
+// the previous call: the receiver must drop everything it holds before
+// applying what follows.
 func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 	if f.enc == nil {
 		panic("engine: Append on a feed without an Encoder (Next reads it)")
@@ -248,6 +249,9 @@ func (f *Feed) Mute(on bool) {
 		if on && !fs.muted {
 			f.takeLocked(s, nil, nil)
 			fs.out = nil
+			if fs.kept != nil {
+				clear(fs.kept[:])
+			}
 		}
 		fs.muted = on
 		s.feedBits = 0
@@ -261,8 +265,9 @@ func (f *Feed) Mute(on bool) {
 }
 
 // Pending counts the changes Next or Append would report now (in a set,
-// a key changed several times counts once; deletions count each). It takes no lock, so it may
-// be called while shards are locked (INFO inside EXEC).
+// a key changed several times counts once; deletions count each). It
+// takes no lock, so it may be called while shards are locked (INFO inside
+// EXEC).
 func (f *Feed) Pending() int { return int(f.pending.Load()) }
 
 // markDirtyLocked records that the record at off (hash tag tag) changed,

@@ -181,7 +181,8 @@ func New(o Options) *Manager {
 	if o.Writes == nil {
 		o.Writes = func(Writes) {}
 	}
-	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger, feed: o.Engine.NewEncodedFeed(appendEntry, feedHistory),
+	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger,
+		feed:   o.Engine.NewEncodedFeed(appendEntry, feedHistory),
 		replid: newReplID(), replid2: noReplID, second: -1}
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)
