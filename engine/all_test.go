@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -294,10 +295,29 @@ func TestSweepCountsAsItDrops(t *testing.T) {
 // the engine's cut lock the feed reported one of the two.
 func TestFeedReadsAConsistentCut(t *testing.T) {
 	now := int64(1_700_000_000_000_000_000)
-	for _, how := range []string{"atomic", "batch"} {
-		t.Run(how, func(t *testing.T) {
+	for _, tc := range []struct{ how, feed string }{{"atomic", "set"}, {"batch", "set"}, {"atomic", "encoded"}, {"batch", "encoded"}} {
+		how := tc.how
+		t.Run(tc.how+"/"+tc.feed, func(t *testing.T) {
 			e := New(4)
-			f := e.NewFeed()
+			var f *Feed
+			read := func() map[string]bool {
+				got := map[string]bool{}
+				if tc.feed == "set" {
+					f.Next(func(r Record) { got[r.Key] = true })
+					return got
+				}
+				lines, _ := appended(f)
+				for _, l := range lines {
+					k, _, _ := strings.Cut(l, " ")
+					got[k] = true
+				}
+				return got
+			}
+			if tc.feed == "set" {
+				f = e.NewFeed()
+			} else {
+				f = e.NewEncodedFeed(encodeForTest, 1<<20)
+			}
 			// Two keys: one in shard 0, read first, one in shard 3, read last.
 			var k0, k3 []byte
 			for i := 0; k0 == nil || k3 == nil; i++ {
@@ -341,12 +361,10 @@ func TestFeedReadsAConsistentCut(t *testing.T) {
 				}
 			}
 			t.Cleanup(func() { betweenShards = nil })
-			got := map[string]bool{}
-			f.Next(func(r Record) { got[r.Key] = true })
+			got := read()
 			<-done
 			require.Equal(t, got[string(k0)], got[string(k3)], "the feed read %v of the pair %s, %s", got, k0, k3)
-			got = map[string]bool{}
-			f.Next(func(r Record) { got[r.Key] = true })
+			got = read()
 			require.True(t, got[string(k0)] && got[string(k3)], "the next read has both: %v", got)
 		})
 	}

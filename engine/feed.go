@@ -183,7 +183,10 @@ func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 		fillRecord(&fs.rec, p)
 		dst = f.enc(dst, p.key, &fs.rec)
 	}
-	for _, s := range f.e.shards {
+	for i, s := range f.e.shards {
+		if betweenShards != nil && i > 0 {
+			betweenShards()
+		}
 		s.mu.Lock()
 		fs = &s.feeds[f.i]
 		dst = append(dst, fs.out...)
@@ -345,8 +348,8 @@ func (s *shard) flushedLocked() {
 	}
 }
 
-// betweenShards, if set (tests only), runs in Next between the shards it
-// reads.
+// betweenShards, if set (tests only), runs in Next and Append between the
+// shards they read.
 var betweenShards func()
 
 // prefetchTags loads the home slots of tags in one pass and the records
