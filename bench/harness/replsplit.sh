@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # replsplit.sh DIR: what replication costs a primary, from cpuprofile.sh's profiles of runs
-# with a replica (REPLICAS=1): for each run, ns per request in the pump (reading the change
-# feed into the stream), the write path's marking and encoding of changes
-# (engine.(*shard).markDirtyLocked), the link's writer (mostly its write(2)) and its ack
-# reader. Needs the binaries named in DIR/runs.txt (pprof reads their symbols).
+# with a replica (REPLICA=1, or the r1 runs of REPLICAS="0 1"): for each run, ns per request
+# in the pump (reading the change feed into the stream), the write path's marking and encoding
+# of changes (engine.(*shard).markDirtyLocked), the link's writer (mostly its write(2)) and its
+# ack reader. Needs the binaries named in DIR/runs.txt (pprof reads their symbols).
 set -euo pipefail
 d=$1
-for f in "$d"/p5-*r1*.pprof; do
+for f in "$d"/p5-*.pprof; do
   [ -e "$f" ] || continue
+  case $f in *-r0-*) continue ;; esac # REPLICAS="0 1": the runs alone
   n=$(basename "$f" .pprof)
   reqs=$(awk -v n="$n:" '$1 == n {print $3}' "$d/runs.txt")
   bin=$(awk -v n="$n:" '$1 == n {print $NF}' "$d/runs.txt")
