@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/big"
 	"math/bits"
+
+	"github.com/rlserver/rlserver/internal/zigzag"
 )
 
 // RL.BUCKET, the token bucket: capacity tokens, refilled at rate per
@@ -36,8 +38,8 @@ var bucketAlgorithm = Algorithm{
 		s := bucketOf(w)
 		hi, lo := bucketDelta(dl, s)
 		dst = binary.AppendUvarint(dst, uint64(s.rate))
-		dst = binary.AppendUvarint(dst, zz(int64(lo)))
-		return binary.AppendUvarint(dst, zz(int64(hi-uint64(int64(lo)>>63))))
+		dst = binary.AppendUvarint(dst, zigzag.Encode(int64(lo)))
+		return binary.AppendUvarint(dst, zigzag.Encode(int64(hi-uint64(int64(lo)>>63))))
 	},
 	decode: func(b []byte, i int, dl uint64) (words, int, int) {
 		var s bucketState
@@ -46,8 +48,8 @@ var bucketAlgorithm = Algorithm{
 		var zl, zh uint64
 		zl, i = uvarint(b, i)
 		zh, i = uvarint(b, i)
-		lo := uint64(unzz(zl))
-		hi := uint64(unzz(zh)) + uint64(int64(lo)>>63)
+		lo := uint64(zigzag.Decode(zl))
+		hi := uint64(zigzag.Decode(zh)) + uint64(int64(lo)>>63)
 		ph, pl := bits.Mul64(dl, uint64(s.rate))
 		tl, borrow := bits.Sub64(pl, lo, 0)
 		th, _ := bits.Sub64(ph, hi, borrow)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/rlserver/rlserver/internal/sat"
+	"github.com/rlserver/rlserver/internal/zigzag"
 )
 
 // RL.ACQUIRE, RL.RELEASE, RL.RENEW, RL.LEASES: a concurrency limit. A key
@@ -48,7 +49,7 @@ var leaseAlgorithm = Algorithm{
 	// Body: zz(deadline - last token) | leases | byte length of the runs |
 	// runs.
 	encode: func(dst []byte, dl uint64, w words, runs []byte) []byte {
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(w.a))))
+		dst = binary.AppendUvarint(dst, zigzag.Encode(int64(dl-uint64(w.a))))
 		dst = binary.AppendUvarint(dst, uint64(w.c))
 		dst = binary.AppendUvarint(dst, uint64(len(runs)))
 		return append(dst, runs...)
@@ -56,7 +57,7 @@ var leaseAlgorithm = Algorithm{
 	decode: func(b []byte, i int, dl uint64) (w words, runs, end int) {
 		var u uint64
 		u, i = uvarint(b, i)
-		w.a = int64(dl - uint64(unzz(u)))
+		w.a = int64(dl - uint64(zigzag.Decode(u)))
 		u, i = uvarint(b, i)
 		w.c = int64(u)
 		runs = i
@@ -80,11 +81,11 @@ func leasesOf(dst []lease, runs []byte, dl uint64) []lease {
 		d, i = uvarint(runs, i)
 		c, i = uvarint(runs, i)
 		if first {
-			t = dl - uint64(unzz(g))
+			t = dl - uint64(zigzag.Decode(g))
 		} else {
 			t += g
 		}
-		dst = append(dst, lease{token: int64(t), end: int64(dl - uint64(unzz(d))), cost: int64(c)})
+		dst = append(dst, lease{token: int64(t), end: int64(dl - uint64(zigzag.Decode(d))), cost: int64(c)})
 	}
 	return dst
 }
@@ -92,12 +93,12 @@ func leasesOf(dst []lease, runs []byte, dl uint64) []lease {
 // appendLeases encodes ls (in token order) as runs under deadline dl.
 func appendLeases(dst []byte, ls []lease, dl uint64) []byte {
 	for i, l := range ls {
-		g := zz(int64(dl - uint64(l.token)))
+		g := zigzag.Encode(int64(dl - uint64(l.token)))
 		if i > 0 {
 			g = uint64(l.token) - uint64(ls[i-1].token)
 		}
 		dst = binary.AppendUvarint(dst, g)
-		dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(l.end))))
+		dst = binary.AppendUvarint(dst, zigzag.Encode(int64(dl-uint64(l.end))))
 		dst = binary.AppendUvarint(dst, uint64(l.cost))
 	}
 	return dst

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/rlserver/rlserver/internal/sat"
+	"github.com/rlserver/rlserver/internal/zigzag"
 )
 
 // RL.LOG, the sliding window log: at most limit units in any interval of
@@ -104,11 +105,11 @@ var logAlgorithm = Algorithm{
 // c = 0 frees (zz(dl)+1, which cannot wrap: dl < 2^63), so every c
 // round-trips.
 func logTicketCode(dl uint64, c int64) uint64 {
-	switch x := zz(int64(dl - uint64(c))); {
+	switch x := zigzag.Encode(int64(dl - uint64(c))); {
 	case c == 0:
 		return 0
 	case x == ^uint64(0):
-		return zz(int64(dl)) + 1
+		return zigzag.Encode(int64(dl)) + 1
 	default:
 		return x + 1
 	}
@@ -120,10 +121,10 @@ func logTicketOf(dl uint64, code uint64) int64 {
 		return 0
 	}
 	x := code - 1
-	if x == zz(int64(dl)) {
+	if x == zigzag.Encode(int64(dl)) {
 		x = ^uint64(0)
 	}
-	return int64(dl - uint64(unzz(x)))
+	return int64(dl - uint64(zigzag.Decode(x)))
 }
 
 // logDecide runs RL.LOG on the key's state cur (logOf names its parts).

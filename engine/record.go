@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/rlserver/rlserver/internal/zigzag"
+)
 
 // A key's state is one variable-length record in its shard's data region:
 //
@@ -53,9 +57,6 @@ type entry struct {
 
 func (e *entry) alive(now int64) bool { return now < e.deadline }
 
-func zz(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
-func unzz(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
-
 // A time difference that is usually a round number of seconds (a window,
 // a deadline less its newest admission) is stored as m * unit, unit the
 // largest of 1 ns, 1 µs, 1 ms, 1 s that divides it: zz(m) in a varint
@@ -76,13 +77,13 @@ func appendDur(dst []byte, v int64) []byte {
 	var code byte
 	switch {
 	case v%1e9 == 0:
-		x, code = zz(v/1e9), 3
+		x, code = zigzag.Encode(v/1e9), 3
 	case v%1e6 == 0:
-		x, code = zz(v/1e6), 2
+		x, code = zigzag.Encode(v/1e6), 2
 	case v%1e3 == 0:
-		x, code = zz(v/1e3), 1
+		x, code = zigzag.Encode(v/1e3), 1
 	default:
-		x = zz(v)
+		x = zigzag.Encode(v)
 	}
 	first := code | byte(x&0x1f)<<2
 	if x < 0x20 {
@@ -97,10 +98,10 @@ func durAt(b []byte, i int) (int64, int) {
 	c := b[i]
 	x := uint64(c>>2) & 0x1f
 	if c < 0x80 {
-		return unzz(x) * durUnit[c&3], i + 1
+		return zigzag.Decode(x) * durUnit[c&3], i + 1
 	}
 	rest, j := uvarint(b, i+1)
-	return unzz(x|rest<<5) * durUnit[c&3], j
+	return zigzag.Decode(x|rest<<5) * durUnit[c&3], j
 }
 
 // uvarint decodes a varint the encoder wrote (never malformed: the region

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/rlserver/rlserver/internal/sat"
+	"github.com/rlserver/rlserver/internal/zigzag"
 )
 
 // Reservations: an RL.BUCKET, RL.LOG or RL.FIXED call that may wait up to
@@ -84,12 +85,12 @@ func decodeSection(sec []byte, dl uint64, dst []pend) resv {
 // returns it with the offset past it.
 func sectionLast(sec []byte, dl uint64) (int64, int) {
 	u, i := uvarint(sec, 0)
-	return int64(dl - uint64(unzz(u))), i
+	return int64(dl - uint64(zigzag.Decode(u))), i
 }
 
 // appendSection encodes rv (last > 0) under deadline dl.
 func appendSection(dst []byte, dl uint64, rv resv) []byte {
-	dst = binary.AppendUvarint(dst, zz(int64(dl-uint64(rv.last))))
+	dst = binary.AppendUvarint(dst, zigzag.Encode(int64(dl-uint64(rv.last))))
 	dst = binary.AppendUvarint(dst, uint64(rv.unit))
 	dst = binary.AppendUvarint(dst, uint64(rv.next))
 	return appendPendRuns(dst, uint64(rv.last), rv.pend)

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/rlserver/rlserver/internal/zigzag"
 )
 
 // CL.THROTTLE's keys: redis-cell's GCRA (gcra.go decides) stored as one
@@ -49,7 +51,7 @@ var throttleAlgorithm = Algorithm{
 	// 0 for them by construction).
 	encode: func(dst []byte, dl uint64, w words, _ []byte) []byte {
 		s := throttleOf(w)
-		dst = binary.AppendUvarint(dst, zz(int64(dl-s.tat)))
+		dst = binary.AppendUvarint(dst, zigzag.Encode(int64(dl-s.tat)))
 		if dl == uint64(farDeadline) {
 			dst = binary.AppendUvarint(dst, uint64(s.farMs))
 		}
@@ -57,7 +59,7 @@ var throttleAlgorithm = Algorithm{
 	},
 	decode: func(b []byte, i int, dl uint64) (words, int, int) {
 		u, i := uvarint(b, i)
-		s := throttleState{tat: dl - uint64(unzz(u))}
+		s := throttleState{tat: dl - uint64(zigzag.Decode(u))}
 		if dl == uint64(farDeadline) {
 			var far uint64
 			far, i = uvarint(b, i)

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/zigzag"
 )
 
 // The formats of an encoded record. A record with a log is written in
@@ -146,12 +147,12 @@ const (
 func appendLog(dst []byte, dl int64, log []int64) []byte {
 	prev := dl
 	for _, v := range log {
-		x, tag := zz(v), uint64(logPlain)
+		x, tag := zigzag.Encode(v), uint64(logPlain)
 		if v >= 0 {
-			if d := zz(v - prev); d < x {
+			if d := zigzag.Encode(v - prev); d < x {
 				x, tag = d, logDelta
 			}
-		} else if d := zz(^v - prev); d < x {
+		} else if d := zigzag.Encode(^v - prev); d < x {
 			x, tag = d, logPair
 		}
 		if x < 1<<(64-logTagBits) {
@@ -178,11 +179,11 @@ func logEntry(p []byte, prev int64) (v, next int64, rest []byte, ok bool) {
 	x, tag := u>>logTagBits, u&(1<<logTagBits-1)
 	switch tag {
 	case logDelta:
-		v = prev + unzz(x)
+		v = prev + zigzag.Decode(x)
 	case logPair:
-		v = ^(prev + unzz(x))
+		v = ^(prev + zigzag.Decode(x))
 	case logPlain:
-		v = unzz(x)
+		v = zigzag.Decode(x)
 	default:
 		if x != 0 {
 			return 0, 0, p, false // an escape is the tag alone
@@ -214,6 +215,3 @@ func logNext(prev, v int64, tag uint64) int64 {
 // become the next entries' reference: about 13 days in Unix ns, far above
 // a count and far below any clock reading.
 const logTimeLike = 1 << 50
-
-func zz(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
-func unzz(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }

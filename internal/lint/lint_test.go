@@ -12,7 +12,8 @@ import (
 )
 
 // TestDependenciesPointOneWay: engine and clock import only the standard
-// library and internal/sat (and engine the clock), cluster only the
+// library and internal/sat (and engine the clock and internal/zigzag),
+// internal/zigzag nothing, cluster only the
 // clock, glob only the standard library, acl only glob; persist never reaches
 // the wire; nothing imports cmd/.
 func TestDependenciesPointOneWay(t *testing.T) {
@@ -25,8 +26,9 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	}
 	const mod = "github.com/rlserver/rlserver/"
 	for pkg, allowed := range map[string][]string{
-		mod + "clock":  {mod + "clock", mod + "internal/sat"},
-		mod + "engine": {mod + "engine", mod + "clock", mod + "internal/sat"},
+		mod + "clock":           {mod + "clock", mod + "internal/sat"},
+		mod + "engine":          {mod + "engine", mod + "clock", mod + "internal/sat", mod + "internal/zigzag"},
+		mod + "internal/zigzag": {mod + "internal/zigzag"},
 		// cluster holds the map and the routing view; the node installs
 		// what it carries (Options.Import).
 		mod + "cluster": {mod + "cluster", mod + "clock", mod + "internal/sat"},
