@@ -30,7 +30,8 @@ type Feed struct {
 	e   *Engine
 	i   int  // index into each shard's feeds
 	bit byte // this feed's dirty bit in a record header
-	// enc encodes each change as it is made; nil for a set feed.
+	// enc is an encoded feed's Encoder (each shard holds a copy for its
+	// writes); nil for a set feed.
 	enc Encoder
 	// pending counts the changes Next or Append would report now, over all
 	// shards.
@@ -175,23 +176,19 @@ func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 	f.e.cut.Lock()
 	defer f.e.cut.Unlock()
 	var fs *feedShard
-	deleted := func(k string) {
-		fs.rec = Record{Log: fs.rec.Log[:0]}
-		dst = f.enc(dst, []byte(k), &fs.rec)
-	}
-	written := func(p parsed) {
-		fillRecord(&fs.rec, p)
-		dst = f.enc(dst, p.key, &fs.rec)
-	}
+	deleted := func(k string) { dst = fs.appendDeleted(dst, []byte(k)) }
+	written := func(p parsed) { dst = fs.appendWritten(dst, p) }
 	for i, s := range f.e.shards {
 		if betweenShards != nil && i > 0 {
 			betweenShards()
 		}
 		s.mu.Lock()
 		fs = &s.feeds[f.i]
-		dst = append(dst, fs.out...)
-		fs.out = fs.out[:0]
-		clear(fs.kept[:])
+		if len(fs.out) > 0 { // else nothing was kept: no tag to forget
+			dst = append(dst, fs.out...)
+			fs.out = fs.out[:0]
+			clear(fs.kept[:])
+		}
 		flushed = f.takeLocked(s, deleted, written) || flushed
 		s.mu.Unlock()
 	}
@@ -291,10 +288,8 @@ func (s *shard) markDirtyLocked(off int, tag uint32) {
 		fs.n++
 		fs.pending.Add(1)
 		if fs.enc != nil && len(fs.out) < fs.max && fs.kept[tag%keptSlots] != tag {
-			p := parseRecord(s.data, off)
-			fillRecord(&fs.rec, p)
 			at := len(fs.out)
-			if fs.out = fs.enc(fs.out, p.key, &fs.rec); len(fs.out)-at <= maxEncoded {
+			if fs.out = fs.appendWritten(fs.out, parseRecord(s.data, off)); len(fs.out)-at <= maxEncoded {
 				fs.kept[tag%keptSlots] = tag // a second change before the read is listed
 				continue
 			}
@@ -325,12 +320,23 @@ func (s *shard) deletedLocked(p parsed) {
 		fs.n++
 		fs.pending.Add(1)
 		if fs.enc != nil && len(fs.out) < fs.max {
-			fs.rec = Record{Log: fs.rec.Log[:0]}
-			fs.out = fs.enc(fs.out, p.key, &fs.rec)
+			fs.out = fs.appendDeleted(fs.out, p.key)
 			continue
 		}
 		fs.deleted = append(fs.deleted, string(p.key))
 	}
+}
+
+// appendWritten appends the record p, encoded by the feed's Encoder.
+func (fs *feedShard) appendWritten(dst []byte, p parsed) []byte {
+	fillRecord(&fs.rec, p)
+	return fs.enc(dst, p.key, &fs.rec)
+}
+
+// appendDeleted appends key's deletion, encoded by the feed's Encoder.
+func (fs *feedShard) appendDeleted(dst, key []byte) []byte {
+	fs.rec = Record{Log: fs.rec.Log[:0]}
+	return fs.enc(dst, key, &fs.rec)
 }
 
 // flushedLocked drops every feed's listed changes in favour of a flush.
