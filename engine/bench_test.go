@@ -206,14 +206,12 @@ func BenchmarkMassExpiryStalls(b *testing.B) {
 // they are made. ns/op is per change, the decision included: a feed's
 // cost is the difference from none.
 func BenchmarkFeedNext(b *testing.B) {
-	enc := func(dst, key []byte, r *Record) []byte {
+	enc := func(dst, key []byte, kind Kind, state []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(key)))
 		dst = append(dst, key...)
-		dst = append(dst, byte(r.Kind))
-		for _, v := range [...]int64{r.Deadline, r.A, r.B, r.C} {
-			dst = binary.AppendVarint(dst, v)
-		}
-		return dst
+		dst = binary.AppendUvarint(dst, uint64(1+len(state)))
+		dst = append(dst, byte(kind))
+		return append(dst, state...)
 	}
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		for _, feed := range []string{"none", "set", "encoded"} {

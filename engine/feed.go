@@ -79,11 +79,11 @@ type feedShard struct {
 	// slot: a record whose tag is there is listed. A tag overwritten by
 	// another is forgotten, and its record kept again at its next change:
 	// that costs an encoding, not order.
-	enc  Encoder
-	out  []byte
-	max  int
-	kept *[keptSlots]uint32
-	rec  Record // enc's argument, its Log reused
+	enc   Encoder
+	out   []byte
+	max   int
+	kept  *[keptSlots]uint32
+	state []byte // a listed record's state, re-encoded for enc
 }
 
 // keptSlots is the size of an encoded feed's table of kept tags, per
@@ -91,10 +91,13 @@ type feedShard struct {
 const keptSlots = 64
 
 // An Encoder appends one change to dst and returns the extended slice:
-// the record r of key, or the key's deletion when r.Kind is KindNone.
-// It runs under a shard's lock and must not call into the engine. key
-// and r are borrowed for the call.
-type Encoder func(dst, key []byte, r *Record) []byte
+// key now holds state, a live record of kind in the engine's own layout
+// (record.go: from the deadline on, without the slack; DecodeState reads
+// it), or, when kind is KindNone and state is empty, key is deleted. It
+// runs under a shard's lock and must not call into the engine. key and
+// state are borrowed for the call: a kept change is the bytes the write
+// just stored, copied while they are in the cache.
+type Encoder func(dst, key []byte, kind Kind, state []byte) []byte
 
 // NewFeed registers a new reader of the engine's changes, positioned now:
 // it will report what changes from here on (a reader that needs the
@@ -271,8 +274,10 @@ func (f *Feed) Mute(on bool) {
 func (f *Feed) Pending() int { return int(f.pending.Load()) }
 
 // markDirtyLocked records that the record at off (hash tag tag) changed,
-// for every feed whose dirty bit it does not carry yet.
-func (s *shard) markDirtyLocked(off int, tag uint32) {
+// for every feed whose dirty bit it does not carry yet. key, kind and
+// state are the record's (appendState's bytes), for an encoded feed that
+// keeps the change.
+func (s *shard) markDirtyLocked(off int, tag uint32, key []byte, kind Kind, state []byte) {
 	if s.feedBits == 0 || s.quiet {
 		return
 	}
@@ -289,7 +294,7 @@ func (s *shard) markDirtyLocked(off int, tag uint32) {
 		fs.pending.Add(1)
 		if fs.enc != nil && len(fs.out) < fs.max && fs.kept[tag%keptSlots] != tag {
 			at := len(fs.out)
-			if fs.out = fs.appendWritten(fs.out, parseRecord(s.data, off)); len(fs.out)-at <= maxEncoded {
+			if fs.out = fs.enc(fs.out, key, kind, state); len(fs.out)-at <= maxEncoded {
 				fs.kept[tag%keptSlots] = tag // a second change before the read is listed
 				continue
 			}
@@ -327,16 +332,17 @@ func (s *shard) deletedLocked(p parsed) {
 	}
 }
 
-// appendWritten appends the record p, encoded by the feed's Encoder.
+// appendWritten appends the listed record p, encoded by the feed's
+// Encoder from its state as the write stored it.
 func (fs *feedShard) appendWritten(dst []byte, p parsed) []byte {
-	fillRecord(&fs.rec, p)
-	return fs.enc(dst, p.key, &fs.rec)
+	kind := Kind(p.hdr & hdrKind)
+	fs.state = appendState(fs.state[:0], kind, p.e, p.runs)
+	return fs.enc(dst, p.key, kind, fs.state)
 }
 
 // appendDeleted appends key's deletion, encoded by the feed's Encoder.
 func (fs *feedShard) appendDeleted(dst, key []byte) []byte {
-	fs.rec = Record{Log: fs.rec.Log[:0]}
-	return fs.enc(dst, key, &fs.rec)
+	return fs.enc(dst, key, KindNone, nil)
 }
 
 // flushedLocked drops every feed's listed changes in favour of a flush.

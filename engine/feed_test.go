@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -155,13 +154,15 @@ func TestMutedFeedListsNothing(t *testing.T) {
 }
 
 // encodeForTest is an Encoder for the tests: a change as a line "key
-// record", a deletion as "-key".
-func encodeForTest(dst, key []byte, r *Record) []byte {
-	if r.Kind == KindNone {
+// record", the state read back by DecodeState, a deletion as "-key".
+func encodeForTest(dst, key []byte, kind Kind, state []byte) []byte {
+	c, err := DecodeState(string(key), kind, state)
+	if err != nil {
+		panic(fmt.Sprintf("state of %q (kind %d) %x: %v", key, kind, state, err))
+	}
+	if c.Kind == KindNone {
 		return fmt.Appendf(dst, "-%s\n", key)
 	}
-	c := *r
-	c.Key, c.Log = string(key), slices.Clone(r.Log)
 	if len(c.Log) == 0 {
 		c.Log = nil
 	}

@@ -133,7 +133,14 @@ func appendRecord(dst []byte, hdr byte, key []byte, e entry, runs []byte) []byte
 	dst = append(dst, hdr)
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	dst = append(dst, key...)
-	a := algorithmOf(Kind(hdr & hdrKind))
+	return appendState(dst, Kind(hdr&hdrKind), e, runs)
+}
+
+// appendState encodes the state of a live record of kind, from its
+// deadline up to its slack: what follows the key in appendRecord's
+// layout, and what an encoded feed's Encoder is given.
+func appendState(dst []byte, kind Kind, e entry, runs []byte) []byte {
+	a := algorithmOf(kind)
 	if a.hasRuns || len(runs) == 0 {
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.deadline))
 		return a.encode(dst, uint64(e.deadline), e.w, runs)
@@ -167,6 +174,13 @@ func parseRecord(b []byte, off int) parsed {
 		p.runs = b[j : j+int(n) : j+int(n)]
 	}
 	return p
+}
+
+// stateAt returns the offset of the state of the record at off in b: past
+// its header and key.
+func stateAt(b []byte, off int) int {
+	kl, i := uvarint(b, off+1)
+	return i + int(kl)
 }
 
 // decodeState decodes a record's state from its deadline at i on. It

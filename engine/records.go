@@ -1,5 +1,7 @@
 package engine
 
+import "errors"
+
 // Record is one key's absolute state, the unit that persistence and
 // replication carry: "key K holds state S" (Kind != KindNone) or "key K is
 // gone" (Kind == KindNone). Applying a record twice is harmless. Deadline
@@ -15,6 +17,48 @@ type Record struct {
 	Deadline int64
 	A, B, C  int64
 	Log      []int64
+}
+
+// ErrState is DecodeState's error: bytes that are not one state in the
+// engine's layout.
+var ErrState = errors.New("engine: malformed record state")
+
+// DecodeState returns the Record of key holding state, a live record of
+// kind in the engine's own layout (what an Encoder is given), or key's
+// deletion when kind is KindNone and state is empty. The Record owns its
+// memory. state comes from another process (a primary's stream), so it is
+// checked: bytes that are not exactly one state give ErrState, never a
+// panic.
+func DecodeState(key string, kind Kind, state []byte) (r Record, err error) {
+	r.Key = key
+	switch {
+	case kind == KindNone && len(state) == 0:
+		return r, nil
+	case !kind.Known() || len(state) < 8:
+		return r, ErrState
+	}
+	// The layout's decoders trust their input, as they trust the
+	// engine's memory: a malformed state runs them out of bounds, which
+	// is recovered here. A slack count of 0 completes the record.
+	defer func() {
+		if recover() != nil {
+			r, err = Record{Key: key}, ErrState
+		}
+	}()
+	var buf [128]byte
+	b := append(append(buf[:0], state...), 0)
+	e, runs, end := decodeState(b, 0, kind)
+	if end != len(b) {
+		return r, ErrState
+	}
+	p := parsed{hdr: byte(kind), e: e}
+	if runs != 0 {
+		n, j := uvarint(b, runs)
+		p.runs = b[j : j+int(n) : j+int(n)]
+	}
+	fillRecord(&r, p)
+	r.Key = key
+	return r, nil
 }
 
 // recordOf turns a parsed record into the Record persistence carries.

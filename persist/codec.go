@@ -16,6 +16,12 @@ import (
 const (
 	RecordVersion    = 1 // the log's entries as zigzag varints
 	RecordVersionLog = 2 // the log's entries as deltas (appendLog)
+	// RecordVersionState is the engine's own layout of a state
+	// (AppendStateRecord): what replication's stream carries for a change
+	// as the write made it. It is never stored: it has no checksum, and
+	// it changes with the engine's layout, which a change must give a new
+	// version.
+	RecordVersionState = 3
 )
 
 // Codec errors. Decode wraps them with what it was decoding.
@@ -61,8 +67,26 @@ func AppendState(dst, key []byte, r *engine.Record) []byte {
 	return binary.LittleEndian.AppendUint32(dst, sum)
 }
 
+// AppendStateRecord encodes a record in version 3 onto dst, from a state
+// in the engine's own layout, as an engine.Encoder is given it:
+//
+//	version u8 (3) | kind u8 | state
+//
+// (kind KindNone and no state: a deletion). engine.DecodeState reads it.
+func AppendStateRecord(dst []byte, kind engine.Kind, state []byte) []byte {
+	dst = append(dst, RecordVersionState, byte(kind))
+	return append(dst, state...)
+}
+
 // DecodeRecord decodes a record for key from b (which it does not retain).
 func DecodeRecord(key string, b []byte) (engine.Record, error) {
+	if len(b) >= 2 && b[0] == RecordVersionState {
+		r, err := engine.DecodeState(key, engine.Kind(b[1]), b[2:])
+		if err != nil {
+			return r, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return r, nil
+	}
 	r := engine.Record{Key: key}
 	if len(b) < 2+4 {
 		return r, ErrCorrupt

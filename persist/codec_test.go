@@ -128,6 +128,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add("k", AppendRecord(nil, engine.Record{Key: "k", Kind: engine.KindLog, Deadline: 5, A: 3, Log: []int64{1, -3, 2}}))
 	f.Add("k", appendRecordV1(engine.Record{Key: "k", Kind: engine.KindLog, Deadline: 5, A: 3, Log: []int64{1, -3, 2}}))
 	f.Add("", []byte{1, 1, 0})
+	f.Add("k", []byte{RecordVersionState, byte(engine.KindFixed), 0, 0x28, 0x6b, 0xee, 0, 0, 0, 0, 0x3a, 7})
 	f.Fuzz(func(t *testing.T, key string, b []byte) {
 		r, err := DecodeRecord(key, b)
 		if err != nil {

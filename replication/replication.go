@@ -182,7 +182,7 @@ func New(o Options) *Manager {
 		o.Writes = func(Writes) {}
 	}
 	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger,
-		feed:   o.Engine.NewEncodedFeed(appendEntry, feedHistory),
+		feed:   o.Engine.NewEncodedFeed(appendStateEntry, feedHistory),
 		replid: newReplID(), replid2: noReplID, second: -1}
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)

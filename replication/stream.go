@@ -26,8 +26,10 @@ import (
 //	's' sync start: clock (a full sync's records follow, then 'e')
 //	'e' sync end:   clock
 //
-// A record is persistence's codec (persist.AppendRecord): a key's whole
-// state, or its deletion, never a command. Applying one twice is harmless.
+// A record is persistence's codec: a key's whole state, or its deletion,
+// never a command. A full sync and a moved slot send persist.AppendRecord's
+// (appendEntry); the pump sends the engine's own layout, as the write
+// stored it (appendStateEntry, persist.RecordVersionState). Applying one twice is harmless.
 // Offsets count the bytes of the stream; a full sync's frames ('s', the
 // records between, 'e') travel outside it and count nothing.
 const (
@@ -97,7 +99,7 @@ func (f *frameWriter) record(r engine.Record, now int64) {
 }
 
 // entries adds records frames (at now) holding the entries in body (each
-// made by appendEntry): as many whole entries per frame as fit under
+// made by appendEntry or appendStateEntry): as many whole entries per frame as fit under
 // recordsFrameCut (at least one). They are one unit: every frame but the
 // last is an 'm', so a replica applies all of them or none (a write that
 // spanned shards is in one pump, Engine's consistent cut).
@@ -151,6 +153,17 @@ func appendEntry(dst, key []byte, r *engine.Record) []byte {
 		dst = append(dst, rec...)
 	}
 	return dst
+}
+
+// appendStateEntry is appendEntry for a change as an encoded feed gives
+// it (engine.Encoder): the record is the state the write stored, in
+// persist's version 3, so a change kept by the write is copied, not
+// encoded again.
+func appendStateEntry(dst, key []byte, kind engine.Kind, state []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	dst = binary.AppendUvarint(dst, uint64(2+len(state)))
+	return persist.AppendStateRecord(dst, kind, state)
 }
 
 // frame is one decoded frame: its kind, the sender's clock, and, for a

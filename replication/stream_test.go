@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"encoding/hex"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -137,4 +138,44 @@ func FuzzFrames(f *testing.F) {
 			require.Equal(t, len(recs), i)
 		}
 	})
+}
+
+// TestStateRecordsArePinned: the records a primary's writes send are the
+// engine's own layout (persist.RecordVersionState), which a replica of
+// another build must read. This pins the bytes for a state of every kind
+// and a deletion, and requires them to read back as the states applied.
+// If the engine's layout changes, this fails: the new layout needs a new
+// record version, and replicas a decoder for both.
+func TestStateRecordsArePinned(t *testing.T) {
+	const dl = 1_800_000_000_000_000_000 // Unix ns
+	recs := []engine.Record{
+		{Key: "t", Kind: engine.KindThrottle, Deadline: dl, A: dl - 3e9},
+		{Key: "f", Kind: engine.KindFixed, Deadline: dl, A: dl - 60e9, B: 7},
+		{Key: "l", Kind: engine.KindLog, Deadline: dl, A: 3, Log: []int64{dl - 5e9, -(dl - 4e9) - 1, 2}},
+		{Key: "s", Kind: engine.KindSlide, Deadline: dl, A: dl - 90e9, B: 4, C: 9},
+		{Key: "b", Kind: engine.KindBucket, Deadline: dl, A: 10, B: 1e9, C: -5},
+		{Key: "f", Kind: engine.KindNone},
+	}
+	e := engine.New(1)
+	feed := e.NewEncodedFeed(appendStateEntry, 1<<20)
+	for _, r := range recs {
+		e.Apply(r, dl-100e9)
+	}
+	body, _ := feed.Append(nil)
+	// Each entry: key length, key, record length, version 3, kind, the
+	// deadline (8 bytes LE: 1.8e18 is 0000b49376e2fa18), the body.
+	const want = "0174" + "0f" + "0301" + "0000b49376e2fa18" + "80f882ad16" + // zz(3 s) in ns
+		"0166" + "0d" + "0302" + "0000b49376e2fa18" + "e303" + "07" + // dur(60 s), count
+		"016c" + "12" + "0303" + "0000b49376e2fa18" + "032b00040223010b" +
+		"0173" + "0e" + "0304" + "0000b49376e2fa18" + "d305" + "04" + "09" + // dur(90 s), counts
+		"0162" + "27" + "0305" + "0000b49376e2fa18" + "fbffffffffffffffff01" + "ffa7f6e1a394b6e6f901" + "ecff9fbbd29df1fa31" +
+		"0166" + "02" + "0300" // a deletion
+	require.Equal(t, want, hex.EncodeToString(body), "the engine's layout changed: give it a new persist.RecordVersionState")
+
+	var got []engine.Record
+	require.NoError(t, frame{body: body}.records(func(r engine.Record) error {
+		got = append(got, r)
+		return nil
+	}))
+	require.Equal(t, recs, got)
 }
