@@ -15,9 +15,10 @@ import "sync/atomic"
 // the keys it deleted.
 //
 // A feed made with NewEncodedFeed (replication) keeps the first change of
-// a key between two reads instead of listing it: encoded as it is made,
-// while the write holds the record in the cache, into a buffer of its
-// shard, so that a key changed once costs no second visit to its record.
+// a key between two reads instead of listing it: the state as the write
+// stored it, handed to the feed's Encoder while the write holds it in the
+// cache, into a buffer of its shard, so that a key changed once costs no
+// second visit to its record and no encoding.
 // The key's later changes before the read are listed, as above, and read
 // back after what was kept, so a hot key costs one encoding and one
 // visit a read, and each key's changes arrive in order. A shard whose
