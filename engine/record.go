@@ -185,8 +185,9 @@ func stateAt(b []byte, off int) int {
 
 // decodeState decodes a record's state from its deadline at i on. It
 // returns the offset of the runs' length for a kind with runs (0
-// otherwise) and of the record's end. It is the lookup's hot path: small
-// results, in registers.
+// otherwise) and of the record's end. A state that ends b before its
+// slack (appendState's bytes alone, as a stream carries them) ends there.
+// It is the lookup's hot path: small results, in registers.
 func decodeState(b []byte, i int, kind Kind) (e entry, runs, end int) {
 	dl := binary.LittleEndian.Uint64(b[i:])
 	sec := dl & pendingBit
@@ -197,6 +198,9 @@ func decodeState(b []byte, i int, kind Kind) (e entry, runs, end int) {
 		runs = i
 		n, j := uvarint(b, i)
 		i = j + int(n)
+	}
+	if i == len(b) {
+		return e, runs, i // no slack: never in a data region, where every record has its count
 	}
 	u, i := uvarint(b, i)
 	return e, runs, i + int(u)

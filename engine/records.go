@@ -39,22 +39,20 @@ func DecodeState(key string, kind Kind, state []byte) (r Record, err error) {
 	}
 	// The layout's decoders trust their input, as they trust the
 	// engine's memory: a malformed state runs them out of bounds, which
-	// is recovered here. A slack count of 0 completes the record.
+	// is recovered here.
 	defer func() {
 		if recover() != nil {
 			r, err = Record{Key: key}, ErrState
 		}
 	}()
-	var buf [128]byte
-	b := append(append(buf[:0], state...), 0)
-	e, runs, end := decodeState(b, 0, kind)
-	if end != len(b) {
+	e, runs, end := decodeState(state, 0, kind)
+	if end != len(state) {
 		return r, ErrState
 	}
 	p := parsed{hdr: byte(kind), e: e}
 	if runs != 0 {
-		n, j := uvarint(b, runs)
-		p.runs = b[j : j+int(n) : j+int(n)]
+		n, j := uvarint(state, runs)
+		p.runs = state[j : j+int(n) : j+int(n)]
 	}
 	fillRecord(&r, p)
 	r.Key = key
