@@ -29,7 +29,8 @@ import (
 // A record is persistence's codec: a key's whole state, or its deletion,
 // never a command. A full sync and a moved slot send persist.AppendRecord's
 // (appendEntry); the pump sends the engine's own layout, as the write
-// stored it (appendStateEntry, persist.RecordVersionState). Applying one twice is harmless.
+// stored it (appendStateEntry, persist.RecordVersionState). Applying one
+// twice is harmless.
 // Offsets count the bytes of the stream; a full sync's frames ('s', the
 // records between, 'e') travel outside it and count nothing.
 const (
@@ -99,8 +100,8 @@ func (f *frameWriter) record(r engine.Record, now int64) {
 }
 
 // entries adds records frames (at now) holding the entries in body (each
-// made by appendEntry or appendStateEntry): as many whole entries per frame as fit under
-// recordsFrameCut (at least one). They are one unit: every frame but the
+// made by appendEntry or appendStateEntry): as many whole entries per
+// frame as fit under recordsFrameCut (at least one). They are one unit: every frame but the
 // last is an 'm', so a replica applies all of them or none (a write that
 // spanned shards is in one pump, Engine's consistent cut).
 func (f *frameWriter) entries(body []byte, now int64) {
