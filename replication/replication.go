@@ -161,6 +161,9 @@ type Manager struct {
 	// then costs one atomic load). linked: some replica is attached.
 	kick           chan struct{}
 	kicked, linked atomic.Bool
+	// held: the pump a write woke waits for batch to pass, so yielding
+	// to it is no use (Pending is false meanwhile).
+	held atomic.Bool
 	// batch is the least time between two pumps that writes wake, in ns
 	// (Options.BatchInterval, SetBatchInterval).
 	batch atomic.Int64
@@ -251,6 +254,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	var pumped time.Time // when a pump that a write woke last ran
 	woken := func() {
+		m.held.Store(false)
 		m.kicked.Store(false)
 		pump()
 		pumped = time.Now()
@@ -273,6 +277,7 @@ func (m *Manager) Run(ctx context.Context) {
 			if wait := time.Duration(m.batch.Load()) - time.Since(pumped); wait > 0 {
 				hold.Reset(wait)
 				held = hold.C
+				m.held.Store(true)
 				continue
 			}
 			woken()
@@ -375,9 +380,10 @@ func (m *Manager) Changed() {
 }
 
 // Pending reports whether a write is waiting for the pump (Changed, with
-// a replica attached): a goroutine that yields now lets it run. Cheap;
-// safe for concurrent use.
-func (m *Manager) Pending() bool { return m.kicked.Load() }
+// a replica attached) and the pump may run now: a goroutine that yields
+// lets it run. It is false while the pump holds for BatchInterval.
+// Cheap; safe for concurrent use.
+func (m *Manager) Pending() bool { return m.kicked.Load() && !m.held.Load() }
 
 // IsReplica reports whether the node follows a primary.
 func (m *Manager) IsReplica() bool {
