@@ -436,21 +436,24 @@ func TestCancelOnAnyRestoredSection(t *testing.T) {
 // the same bytes.
 func FuzzDecodeState(f *testing.F) {
 	// applied applies r at now and returns the state an encoded feed is
-	// given for it, its kind first.
+	// given for it, its kind first: kept by the write, or listed (a
+	// record over maxEncoded) and given at Append.
 	applied := func(r Record, now int64) []byte {
 		e := New(1)
 		var got []byte
-		e.NewEncodedFeed(func(dst, _ []byte, kind Kind, state []byte) []byte {
+		f := e.NewEncodedFeed(func(dst, _ []byte, kind Kind, state []byte) []byte {
 			got = append([]byte{byte(kind)}, state...)
 			return dst
 		}, 1<<20)
 		e.Apply(r, now)
+		f.Append(nil)
 		return got
 	}
 	for _, r := range []Record{
 		{Key: "k", Kind: KindLog, Deadline: 5e9, A: 3, Log: []int64{1e9, -3e9 - 1, 2}},
 		{Key: "k", Kind: KindBucket, Deadline: 5e9, A: 10, B: 1e9, C: 3},
 		{Key: "k", Kind: KindFixed, Deadline: 5e9, A: 1e9, B: 7},
+		{Key: "k", Kind: KindLog, Deadline: 5e9, A: 300, Log: longLog(300)}, // 615 bytes, over maxEncoded: listed
 	} {
 		b := applied(r, 0)
 		f.Add(b[0], b[1:])
@@ -467,4 +470,13 @@ func FuzzDecodeState(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, once, applied(r2, r2.Deadline-1))
 	})
+}
+
+// longLog is an RL.LOG's log of n admissions 10 ms apart, from 1 s on.
+func longLog(n int) []int64 {
+	log := make([]int64, n)
+	for i := range log {
+		log[i] = 1e9 + int64(i)*1e7
+	}
+	return log
 }
