@@ -85,7 +85,7 @@ replica() {
 }
 
 LAG_CSV=$OUT/lag.csv SYNC_CSV=$OUT/fullsync.csv
-echo "round,target,test,clients,pipeline,paced_rps,load_rps,probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,replica_rtt_p50_us,gauge_before_ms,gauge_after_ms" >"$LAG_CSV"
+echo "round,target,test,clients,pipeline,paced_rps,load_rps,probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,replica_rtt_p50_us,first_poll_pct,gauge_before_ms,gauge_after_ms" >"$LAG_CSV"
 echo "round,target,keys,fill_s,sync_s,replica_keys" >"$SYNC_CSV"
 for r in $(seq "$ROUNDS"); do
   for target in ${TARGETS:-redis rlserver}; do

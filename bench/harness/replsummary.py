@@ -50,7 +50,7 @@ for target in targets:
               f"{spread(ca, '%.2f')},{spread(cb, '%.2f')},{ratio(ca, cb)},"
               f"{len(kept(alone))}/{len(made(alone))},{len(kept(repl))}/{len(made(repl))}")
 print("lag under load, medians over rounds [min-max]: target,test,setting,load ops/s,p50 us,p90 us,p99 us,max us,"
-      "replica rtt p50 us,runs kept")
+      "replica rtt p50 us,% seen at the first EXISTS,runs kept")
 for target in targets:
     keyof = lambda r: (r["test"], r["clients"], r["pipeline"], r.get("paced_rps", "max"))
     for key in sorted({keyof(r) for r in lag}):
@@ -58,10 +58,10 @@ for target in targets:
         if not made:
             continue
         rs = [r for r in made if calm(r)]
-        q = lambda k: spread([float(r[k]) for r in rs], "%.0f")
+        q = lambda k: spread([float(r[k]) for r in rs if r.get(k)], "%.0f") if any(r.get(k) for r in rs) else "-"
         paced = "" if key[3] == "max" else f" paced {key[3]}/s"
         print(f"{target},{key[0]},c{key[1]} P{key[2]}{paced},{q('load_rps')},{q('lag_p50_us')},{q('lag_p90_us')},"
-              f"{q('lag_p99_us')},{q('lag_max_us')},{q('replica_rtt_p50_us')},{len(rs)}/{len(made)}")
+              f"{q('lag_p99_us')},{q('lag_max_us')},{q('replica_rtt_p50_us')},{q('first_poll_pct')},{len(rs)}/{len(made)}")
 print("full sync (median s over rounds)")
 sync = rows(os.path.join(out, "fullsync.csv"))
 for target in targets:

@@ -4,10 +4,13 @@
 // asks the replica EXISTS key in a tight loop until it answers 1. The lag
 // of one probe is the time from the primary's reply to the replica's
 // answer 1: an upper bound that includes one round trip to the replica,
-// reported alone as the replica's EXISTS round trip. Run it while a load
-// (redis-benchmark) runs against the primary; it prints one CSV line:
+// reported alone as the replica's EXISTS round trip, with the share of
+// probes the replica had applied by the first EXISTS (the write's change
+// reached it before the write's reply reached the client and the client's
+// next request reached the replica). Run it while a load (redis-benchmark)
+// runs against the primary; it prints one CSV line:
 //
-//	probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,rtt_p50_us
+//	probes,lag_p50_us,lag_p90_us,lag_p99_us,lag_max_us,rtt_p50_us,first_poll_pct
 //
 // Usage (bench/replication.sh runs it):
 //
@@ -51,6 +54,7 @@ func run(primary, replica, write string, n int, every, timeout time.Duration) er
 	prefix := fmt.Sprintf("lagprobe:%d:", time.Now().UnixNano())
 	lags := make([]time.Duration, 0, n)
 	var rtts []time.Duration
+	first := 0 // probes seen by the first EXISTS
 	for i := range n {
 		key := prefix + fmt.Sprint(i)
 		args := make([]any, len(words))
@@ -61,7 +65,7 @@ func run(primary, replica, write string, n int, every, timeout time.Duration) er
 			return fmt.Errorf("write %q: %w", args, err)
 		}
 		wrote := time.Now()
-		for {
+		for poll := 0; ; poll++ {
 			t0 := time.Now()
 			v, err := r.Exists(ctx, key).Result()
 			if err != nil {
@@ -70,6 +74,9 @@ func run(primary, replica, write string, n int, every, timeout time.Duration) er
 			rtts = append(rtts, time.Since(t0))
 			if v == 1 {
 				lags = append(lags, time.Since(wrote))
+				if poll == 0 {
+					first++
+				}
 				break
 			}
 			if time.Since(wrote) > timeout {
@@ -83,6 +90,7 @@ func run(primary, replica, write string, n int, every, timeout time.Duration) er
 	q := func(d []time.Duration, f float64) int64 {
 		return d[min(len(d)-1, int(f*float64(len(d))))].Microseconds()
 	}
-	fmt.Printf("%d,%d,%d,%d,%d,%d\n", len(lags), q(lags, 0.5), q(lags, 0.9), q(lags, 0.99), lags[len(lags)-1].Microseconds(), q(rtts, 0.5))
+	fmt.Printf("%d,%d,%d,%d,%d,%d,%.1f\n", len(lags), q(lags, 0.5), q(lags, 0.9), q(lags, 0.99), lags[len(lags)-1].Microseconds(), q(rtts, 0.5),
+		100*float64(first)/float64(len(lags)))
 	return nil
 }
