@@ -34,15 +34,7 @@ const (
 	retryEvery  = 250 * time.Millisecond // between connection attempts
 	dialTimeout = 5 * time.Second
 	replTimeout = 60 * time.Second // a link silent this long is dropped (Redis's repl-timeout)
-)
-
-// How often a replica acknowledges what it applied: at once when its
-// primary asks (a 'g' frame: a WAIT), else at most every ackAfterBurst
-// after a burst of input (the primary's INFO and min-replicas see offsets
-// that recent), and at least every ackEvery. Variables for the tests.
-var (
-	ackAfterBurst = 10 * time.Millisecond
-	ackEvery      = time.Second
+	ackEvery    = time.Second
 )
 
 // upstream is a replica's link to its primary. Its fields after host and
@@ -322,8 +314,7 @@ func (u *upstream) follow(p int64) {
 }
 
 // stream applies the primary's stream, keeps it in the backlog and
-// acknowledges it: when asked, after a burst of input at most every
-// ackAfterBurst, and every ackEvery.
+// acknowledges it: after each burst of input, and every ackEvery.
 func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) error {
 	m := u.m
 	var lastAck time.Time
@@ -384,7 +375,7 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 		if err != nil {
 			return err
 		}
-		if since := time.Since(lastAck); f.kind == frameGetAck || since >= ackEvery || (br.Buffered() == 0 && since >= ackAfterBurst) {
+		if br.Buffered() == 0 || time.Since(lastAck) >= ackEvery {
 			if err := ack(); err != nil {
 				return err
 			}
@@ -406,7 +397,7 @@ func (u *upstream) applyFrame(raw []byte, f frame) error {
 	m := u.m
 	u.follow(f.now)
 	switch f.kind {
-	case frameHeartbeat, frameGetAck:
+	case frameHeartbeat:
 	case frameFlush:
 		m.e.Store().Flush()
 	case frameRecords, frameMore:
@@ -421,7 +412,7 @@ func (u *upstream) applyFrame(raw []byte, f frame) error {
 	}
 	m.mu.Lock()
 	m.appendLocked(raw)
-	if f.kind != frameHeartbeat && f.kind != frameGetAck {
+	if f.kind != frameHeartbeat {
 		m.lastState = m.offset
 	}
 	u.lastIO = time.Now()

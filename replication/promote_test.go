@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,58 +175,4 @@ func TestStoppedLinkAppliesNothing(t *testing.T) {
 			require.Contains(t, before, "synced")
 		})
 	}
-}
-
-// TestReplicaAcksWhenAsked: a replica acknowledges its primary's stream
-// at once when a 'g' frame asks (a WAIT), however long its other acks
-// wait; between the bursts it applied it sends none while ackAfterBurst
-// has not passed. The records frame is applied before the 'g' is sent, so
-// a replica that acked every burst would ack its offset first.
-func TestReplicaAcksWhenAsked(t *testing.T) {
-	defer func(b, e time.Duration) { ackAfterBurst, ackEvery = b, e }(ackAfterBurst, ackEvery)
-	ackAfterBurst, ackEvery = time.Hour, time.Hour
-	e := engine.New(1)
-	m := New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)})
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { m.Run(ctx); close(ran) }()
-	t.Cleanup(func() { cancel(); <-ran })
-
-	port, accept := scriptedPrimary(t)
-	require.False(t, m.ReplicaOf("127.0.0.1", port))
-	conn := accept()
-	var fw frameWriter
-	fw.start = -1
-	fw.frame(frameSyncStart, t0)
-	fw.frame(frameSyncEnd, t0)
-	_, err := conn.Write(fw.buf)
-	require.NoError(t, err)
-
-	var stream frameWriter // the stream's own bytes: offsets count them
-	stream.start = -1
-	stream.record(fixedRecord(t, "k", t0), t0)
-	stream.close()
-	applied := int64(len(stream.buf))
-	_, err = conn.Write(stream.buf)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(records(e, t0)) == 1 }, 10*time.Second, time.Millisecond, "the records frame is applied")
-
-	stream.frame(frameGetAck, t0)
-	_, err = conn.Write(stream.buf[applied:])
-	require.NoError(t, err)
-	asked := int64(len(stream.buf))
-
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(conn)
-	var acks []string
-	for {
-		args, err := readCommand(br)
-		require.NoError(t, err, "an ack for the 'g' frame, acks so far %v", acks)
-		require.Equal(t, []string{"REPLCONF", "ACK"}, args[:2])
-		acks = append(acks, args[2])
-		if args[2] == strconv.FormatInt(asked, 10) {
-			break
-		}
-	}
-	require.NotContains(t, acks, strconv.FormatInt(applied, 10), "no ack of the burst before ackAfterBurst")
 }

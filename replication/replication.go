@@ -299,8 +299,7 @@ func (m *Manager) Run(ctx context.Context) {
 // pump moves the engine's changes since the last pump into the stream:
 // a flush if the keyspace was flushed, then the records, all tagged with
 // the clock read after the changes were taken; a heartbeat when nothing
-// changed for heartbeatEvery; and if beat, after everything, a heartbeat
-// that asks each replica to acknowledge at once (WAIT: the replicas then
+// changed for heartbeatEvery, or now if beat (WAIT: the replicas then
 // have this node's time too, when nothing else carries it). A replica
 // pumps nothing: its stream is its primary's. m.serial must be held, and
 // m.mu not: the feed is read under shard locks, and mu taken after.
@@ -330,16 +329,12 @@ func (m *Manager) pump(beat bool) {
 		m.fw.frame(frameFlush, now)
 	}
 	m.fw.entries(m.body, now)
-	state := len(m.fw.buf) // the frames that change state end here
-	switch {
-	case beat:
-		m.fw.frame(frameGetAck, now) // WAIT: the replicas acknowledge it at once
-	case state == 0:
+	if len(m.fw.buf) == 0 {
 		m.fw.frame(frameHeartbeat, now)
 	}
 	m.appendLocked(m.fw.buf)
 	if len(m.body) > 0 || flushed {
-		m.lastState = m.offset - int64(len(m.fw.buf)-state)
+		m.lastState = m.offset
 	}
 	if cap(m.fw.buf) > 1<<20 { // a burst's large buffers are let go
 		m.fw.buf, m.body = nil, nil

@@ -18,8 +18,6 @@ import (
 // a replica always knows the primary's time. The kinds:
 //
 //	'h' heartbeat:  clock
-//	'g' heartbeat that asks each replica to acknowledge at once (WAIT):
-//	                clock
 //	'r' records:    clock | (key length uvarint | key | record length uvarint | record)...
 //	'm' records, more to come: as 'r'; the frames of one pump are one unit,
 //	                'm' frames ended by an 'r', which a replica applies
@@ -37,7 +35,6 @@ import (
 // records between, 'e') travel outside it and count nothing.
 const (
 	frameHeartbeat = 'h'
-	frameGetAck    = 'g'
 	frameRecords   = 'r'
 	frameMore      = 'm'
 	frameFlush     = 'f'
@@ -201,7 +198,7 @@ func parseFrame(b []byte) (frame, int, error) {
 		return frame{}, 0, errFrame
 	}
 	switch b[0] {
-	case frameHeartbeat, frameGetAck, frameRecords, frameMore, frameFlush, frameSyncStart, frameSyncEnd:
+	case frameHeartbeat, frameRecords, frameMore, frameFlush, frameSyncStart, frameSyncEnd:
 	default:
 		return frame{}, 0, fmt.Errorf("%w: kind %q", errFrame, b[0])
 	}
