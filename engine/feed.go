@@ -275,10 +275,10 @@ func (f *Feed) Mute(on bool) {
 func (f *Feed) Pending() int { return int(f.pending.Load()) }
 
 // markDirtyLocked records that the record at off (hash tag tag) changed,
-// for every feed whose dirty bit it does not carry yet. key, kind and
-// state are the record's (appendState's bytes), for an encoded feed that
-// keeps the change.
-func (s *shard) markDirtyLocked(off int, tag uint32, key []byte, kind Kind, state []byte) {
+// for every feed whose dirty bit it does not carry yet. rec is the record
+// as appendRecord built it, up to its slack: an encoded feed that keeps
+// the change copies its state from there.
+func (s *shard) markDirtyLocked(off int, tag uint32, rec []byte) {
 	if s.feedBits == 0 || s.quiet {
 		return
 	}
@@ -295,6 +295,7 @@ func (s *shard) markDirtyLocked(off int, tag uint32, key []byte, kind Kind, stat
 		fs.pending.Add(1)
 		if fs.enc != nil && len(fs.out) < fs.max && fs.kept[tag%keptSlots] != tag {
 			at := len(fs.out)
+			key, kind, state := recordParts(rec)
 			if fs.out = fs.enc(fs.out, key, kind, state); len(fs.out)-at <= maxEncoded {
 				fs.kept[tag%keptSlots] = tag // a second change before the read is listed
 				continue

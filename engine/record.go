@@ -176,11 +176,11 @@ func parseRecord(b []byte, off int) parsed {
 	return p
 }
 
-// stateAt returns the offset of the state of the record at off in b: past
-// its header and key.
-func stateAt(b []byte, off int) int {
-	kl, i := uvarint(b, off+1)
-	return i + int(kl)
+// recordParts returns the key, kind and state (appendState's bytes) of
+// rec, a record as appendRecord built it, up to its slack.
+func recordParts(rec []byte) (key []byte, kind Kind, state []byte) {
+	kl, i := uvarint(rec, 1)
+	return rec[i : i+int(kl)], Kind(rec[0] & hdrKind), rec[i+int(kl):]
 }
 
 // decodeState decodes a record's state from its deadline at i on. It

@@ -194,9 +194,7 @@ func (s *shard) decisionTimeLocked(now int64) int64 {
 // changed.
 func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs []byte) {
 	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, runs)
-	// The state, appendState's bytes, for the feeds: s.buf's slack is
-	// appended after it.
-	state := s.buf[stateAt(s.buf, 0):]
+	live := s.buf // the record up to its slack, for the feeds: the slack is appended after
 	tag := tagOf(h)
 	if oldEnd > 0 {
 		if old := Kind(s.data[off] & hdrKind); old != e.kind {
@@ -211,7 +209,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 			s.buf = rec
 			copy(s.data[off:], rec)
 			s.data[off] |= wasDirty
-			s.markDirtyLocked(off, tag, key, e.kind, state)
+			s.markDirtyLocked(off, tag, live)
 			return
 		}
 		s.buf = withSlack(s.buf, max(len(s.buf)/8, 24))
@@ -226,7 +224,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 		s.data = append(s.data, s.buf...)
 		*slot = makeSlot(tag, newOff)
 		s.data[newOff] |= wasDirty // already listed by its tag
-		s.markDirtyLocked(newOff, tag, key, e.kind, state)
+		s.markDirtyLocked(newOff, tag, live)
 		return
 	}
 	s.buf = withSlack(s.buf, 0)
@@ -235,7 +233,7 @@ func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs [
 	s.data = append(s.data, s.buf...)
 	s.placeLocked(tag, off)
 	s.kinds[e.kind]++
-	s.markDirtyLocked(off, tag, key, e.kind, state)
+	s.markDirtyLocked(off, tag, live)
 }
 
 // removeLocked drops the record at off (hash tag tag).
