@@ -161,9 +161,9 @@ type Manager struct {
 	// then costs one atomic load). linked: some replica is attached.
 	kick           chan struct{}
 	kicked, linked atomic.Bool
-	// held: the pump a write woke waits for batch to pass, so yielding
-	// to it is no use (Pending is false meanwhile).
-	held atomic.Bool
+	// holding: the pump a write woke waits for batch to pass (Run's held
+	// timer), so yielding to it is no use (Pending is false meanwhile).
+	holding atomic.Bool
 	// batch is the least time between two pumps that writes wake, in ns
 	// (Options.BatchInterval, SetBatchInterval).
 	batch atomic.Int64
@@ -254,7 +254,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	var pumped time.Time // when a pump that a write woke last ran
 	woken := func() {
-		m.held.Store(false)
+		m.holding.Store(false)
 		m.kicked.Store(false)
 		pump()
 		pumped = time.Now()
@@ -277,7 +277,7 @@ func (m *Manager) Run(ctx context.Context) {
 			if wait := time.Duration(m.batch.Load()) - time.Since(pumped); wait > 0 {
 				hold.Reset(wait)
 				held = hold.C
-				m.held.Store(true)
+				m.holding.Store(true)
 				continue
 			}
 			woken()
@@ -383,7 +383,7 @@ func (m *Manager) Changed() {
 // a replica attached) and the pump may run now: a goroutine that yields
 // lets it run. It is false while the pump holds for BatchInterval.
 // Cheap; safe for concurrent use.
-func (m *Manager) Pending() bool { return m.kicked.Load() && !m.held.Load() }
+func (m *Manager) Pending() bool { return m.kicked.Load() && !m.holding.Load() }
 
 // IsReplica reports whether the node follows a primary.
 func (m *Manager) IsReplica() bool {

@@ -44,7 +44,7 @@ func TestPendingIsFalseWhileThePumpHolds(t *testing.T) {
 	m.Changed() // the first write after a quiet spell: pumped at once
 	require.Eventually(t, func() bool { return !m.kicked.Load() }, 10*time.Second, time.Millisecond, "the first write is pumped")
 	m.Changed() // within the hour: held
-	require.Eventually(t, func() bool { return m.held.Load() }, 10*time.Second, time.Millisecond, "the second write waits for the interval")
+	require.Eventually(t, func() bool { return m.holding.Load() }, 10*time.Second, time.Millisecond, "the second write waits for the interval")
 	require.False(t, m.Pending(), "nothing to yield to while the pump holds")
 	require.True(t, m.kicked.Load(), "the write still waits: writes do not kick again")
 }
