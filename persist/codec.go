@@ -44,13 +44,6 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // The checksum covers the key as well as everything before it, so a
 // record moved to another key is detected too.
 func AppendRecord(dst []byte, r engine.Record) []byte {
-	return AppendState(dst, []byte(r.Key), &r)
-}
-
-// AppendState is AppendRecord for the record r of key (r.Key is not
-// read): a caller holding the key as bytes, borrowed, encodes without
-// copying it (replication's stream).
-func AppendState(dst, key []byte, r *engine.Record) []byte {
 	start := len(dst)
 	version := byte(RecordVersion)
 	if len(r.Log) > 0 {
@@ -63,7 +56,7 @@ func AppendState(dst, key []byte, r *engine.Record) []byte {
 	dst = binary.AppendVarint(dst, r.C)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Log)))
 	dst = appendLog(dst, r.Deadline, r.Log)
-	sum := crc32.Update(crc32.Checksum(key, crcTable), crcTable, dst[start:])
+	sum := crc32.Update(crc32.Checksum([]byte(r.Key), crcTable), crcTable, dst[start:])
 	return binary.LittleEndian.AppendUint32(dst, sum)
 }
 

@@ -124,7 +124,7 @@ func TestStoppedLinkAppliesNothing(t *testing.T) {
 				// then the 'r' that ends the unit, held. Neither half may
 				// be applied: the replica takes a unit whole or not at all.
 				fw.open(frameMore, t0+int64(time.Second))
-				fw.buf = appendEntry(fw.buf, []byte("k0"), &engine.Record{Key: "k0", Kind: engine.KindFixed, Deadline: late.Deadline, A: late.A, B: late.B, C: late.C})
+				fw.buf = appendEntry(fw.buf, engine.Record{Key: "k0", Kind: engine.KindFixed, Deadline: late.Deadline, A: late.A, B: late.B, C: late.C})
 				fw.close()
 			}
 			fw.record(late, t0+int64(time.Second)) // decided after the sync, read but held

@@ -96,14 +96,15 @@ func (f *frameWriter) record(r engine.Record, now int64) {
 		f.close()
 		f.open(frameRecords, now)
 	}
-	f.buf = appendEntry(f.buf, []byte(r.Key), &r)
+	f.buf = appendEntry(f.buf, r)
 }
 
 // entries adds records frames (at now) holding the entries in body (each
 // made by appendEntry or appendStateEntry): as many whole entries per
-// frame as fit under recordsFrameCut (at least one). They are one unit: every frame but the
-// last is an 'm', so a replica applies all of them or none (a write that
-// spanned shards is in one pump, Engine's consistent cut).
+// frame as fit under recordsFrameCut (at least one). They are one unit:
+// every frame but the last is an 'm', so a replica applies all of them or
+// none (a write that spanned shards is in one pump, Engine's consistent
+// cut).
 func (f *frameWriter) entries(body []byte, now int64) {
 	f.close()
 	for len(body) > 0 {
@@ -139,13 +140,13 @@ func entryEnd(b []byte, from int) int {
 }
 
 // appendEntry appends one entry of a records frame: the key's length,
-// the key, the record's length and the record (persist.AppendState).
-func appendEntry(dst, key []byte, r *engine.Record) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(key)))
-	dst = append(dst, key...)
+// the key, the record's length and the record (persist.AppendRecord).
+func appendEntry(dst []byte, r engine.Record) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(r.Key)))
+	dst = append(dst, r.Key...)
 	at := len(dst)
 	dst = append(dst, 0) // the record's length, a byte if it fits
-	dst = persist.AppendState(dst, key, r)
+	dst = persist.AppendRecord(dst, r)
 	if n := len(dst) - at - 1; n < 0x80 {
 		dst[at] = byte(n)
 	} else {

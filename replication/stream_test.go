@@ -39,7 +39,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	fw.frame(frameFlush, 8)
 	var body []byte
 	for _, rec := range recs[1000:] {
-		body = appendEntry(body, []byte(rec.Key), &rec)
+		body = appendEntry(body, rec)
 	}
 	fw.entries(body, 9)
 	fw.frame(frameHeartbeat, 10)
@@ -94,7 +94,7 @@ func FuzzFrames(f *testing.F) {
 	var body []byte
 	for i := range 3 {
 		r := engine.Record{Key: "m" + strconv.Itoa(i), Kind: engine.KindFixed, Deadline: 9e18, A: 1, B: 2}
-		body = appendEntry(body, []byte(r.Key), &r)
+		body = appendEntry(body, r)
 	}
 	fw = frameWriter{start: -1}
 	fw.entries(body, 7)
@@ -200,7 +200,7 @@ func BenchmarkApplyRecords(b *testing.B) {
 	state, _ := feed.Append(nil)
 	var persisted []byte
 	for _, r := range recs {
-		persisted = appendEntry(persisted, []byte(r.Key), &r)
+		persisted = appendEntry(persisted, r)
 	}
 	for _, tc := range []struct {
 		name string
