@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // blocking returns c as a connection served by blocking system calls on a
@@ -158,4 +159,67 @@ func (c *fdConn) timeout(opt int, t time.Time) error {
 		tv = syscall.NsecToTimeval(max(int64(time.Until(t)), int64(time.Microsecond)))
 	}
 	return syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, opt, &tv)
+}
+
+// The event loop's side (looped.go): an fdConn is a loopLink.
+
+// hold keeps the descriptor open until release, even past Close, and
+// returns it; ok is false if the conn is closed.
+func (c *fdConn) hold() (fd int, ok bool) {
+	if !c.use() {
+		return -1, false
+	}
+	return c.fd, true
+}
+
+func (c *fdConn) release() { c.done() }
+
+// recvNow reads what the socket holds without waiting: errNoInput if it
+// holds nothing.
+func (c *fdConn) recvNow(b []byte) (int, error) {
+	if !c.use() {
+		return 0, net.ErrClosed
+	}
+	defer c.done()
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), syscall.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			if n == 0 && len(b) > 0 {
+				return 0, io.EOF
+			}
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, errNoInput
+		}
+		return 0, &net.OpError{Op: "read", Net: "tcp", Addr: c.remote, Err: e}
+	}
+}
+
+// sendNow writes b if the socket has room for it, without waiting: false
+// if it had none. If only part of b fits, it waits for the rest as Write
+// does (b is a few bytes: it does not happen in practice).
+func (c *fdConn) sendNow(b []byte) (bool, error) {
+	if !c.use() {
+		return false, net.ErrClosed
+	}
+	defer c.done()
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+		switch e {
+		case 0:
+			if int(n) < len(b) {
+				_, err := c.Write(b[n:])
+				return true, err
+			}
+			return true, nil
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false, nil
+		}
+		return false, &net.OpError{Op: "write", Net: "tcp", Addr: c.remote, Err: e}
+	}
 }

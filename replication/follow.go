@@ -214,6 +214,11 @@ func (u *upstream) session(ctx context.Context) error {
 	}
 	u.state, u.upSince, u.lastIO = stateConnected, time.Now(), time.Now()
 	m.mu.Unlock()
+	if lc, ok := conn.(loopLink); ok && m.o.Watch != nil {
+		if taken, err := u.streamLooped(ctx, lc, br); taken {
+			return err
+		}
+	}
 	return u.stream(ctx, conn, br)
 }
 
@@ -317,20 +322,11 @@ func (u *upstream) follow(p int64) {
 // acknowledges it: after each burst of input, and every ackEvery.
 func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) error {
 	m := u.m
-	var lastAck time.Time
-	acked := int64(-1)
-	ack := func() error {
-		m.mu.Lock()
-		off := m.offset
-		m.mu.Unlock()
-		if off == acked && time.Since(lastAck) < ackEvery {
-			return nil
-		}
-		acked, lastAck = off, time.Now()
-		_, err := conn.Write(appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(off, 10)))
-		return err
-	}
-	if err := ack(); err != nil {
+	acks := newAcker(func(b []byte) (bool, error) {
+		_, err := conn.Write(b)
+		return true, err
+	})
+	if err := acks.ack(m); err != nil {
 		return err
 	}
 	var unit []pendingFrame // the frames of a unit read so far ('m'...), not applied yet
@@ -345,7 +341,7 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 			if silent > replTimeout {
 				return err
 			}
-			if err := ack(); err != nil {
+			if err := acks.ack(m); err != nil {
 				return err
 			}
 			continue
@@ -360,14 +356,7 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 		if f.kind == frameMore {
 			continue // applied with the frame that ends the unit
 		}
-		err = u.applying(ctx, func() error {
-			for _, p := range unit {
-				if err := u.applyFrame(p.raw, p.f); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		err = u.applyUnit(ctx, unit)
 		unit = unit[:0]
 		if frameDone != nil {
 			frameDone(f.kind, err)
@@ -375,12 +364,24 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 		if err != nil {
 			return err
 		}
-		if br.Buffered() == 0 || time.Since(lastAck) >= ackEvery {
-			if err := ack(); err != nil {
+		if br.Buffered() == 0 || acks.stale() {
+			if err := acks.ack(m); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// applyUnit applies a unit's frames, all or (the link stopped) none.
+func (u *upstream) applyUnit(ctx context.Context, unit []pendingFrame) error {
+	return u.applying(ctx, func() error {
+		for _, p := range unit {
+			if err := u.applyFrame(p.raw, p.f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // pendingFrame is a frame read and not yet applied: its bytes as sent

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,14 @@ func scriptedPrimary(t *testing.T) (port int, accept func() net.Conn) {
 	}
 }
 
+// linkMode is a way for a replica to read its stream (linkModes): watch
+// makes Options.Watch, which sets used when a loop takes the link; nil
+// leaves the link's goroutine to read it.
+type linkMode struct {
+	name  string
+	watch func(used *atomic.Bool) func(fd int, ready func() bool) (func(), bool)
+}
+
 // fixedRecord is the record RL.FIXED key 10 1m leaves after one
 // admission at now, decided by an engine of its own.
 func fixedRecord(t *testing.T, key string, now int64) engine.Record {
@@ -78,101 +87,111 @@ func records(e *engine.Engine, now int64) map[string]engine.Record {
 // promotion must not be replaced. Before the fix the link applied it
 // (the clock walked back 9 s and the key was the old primary's).
 func TestStoppedLinkAppliesNothing(t *testing.T) {
-	for _, how := range []string{"promote", "switch", "promote mid-unit"} {
-		t.Run(how, func(t *testing.T) {
-			own := clock.NewManual(t0 - int64(time.Hour)) // the replica's wall clock is an hour behind
-			clk := clock.NewTimeline(own, 0)
-			e := engine.New(4)
-			m := New(Options{Engine: e, Clock: clk})
-			ctx, cancel := context.WithCancel(context.Background())
-			ran := make(chan struct{})
-			go func() { m.Run(ctx); close(ran) }()
-			t.Cleanup(func() { cancel(); <-ran })
-
-			held, release := make(chan struct{}), make(chan struct{})
-			done := make(chan error, 1)
-			first := true
-			frameRead = func(kind byte) {
-				if kind == frameRecords && first {
-					first = false
-					close(held)
-					<-release
-				}
-			}
-			frameDone = func(kind byte, err error) {
-				if kind == frameRecords {
-					select {
-					case done <- err:
-					default:
-					}
-				}
-			}
-			t.Cleanup(func() { frameRead, frameDone = nil, nil })
-
-			port, accept := scriptedPrimary(t)
-			require.False(t, m.ReplicaOf("127.0.0.1", port))
-			conn := accept()
-			var fw frameWriter
-			fw.start = -1
-			fw.frame(frameSyncStart, t0)
-			fw.record(fixedRecord(t, "synced", t0), t0)
-			fw.close()
-			fw.frame(frameSyncEnd, t0)
-			late := fixedRecord(t, "k", t0+int64(time.Second))
-			if how == "promote mid-unit" {
-				// One pump cut in two frames: an 'm' with another key,
-				// then the 'r' that ends the unit, held. Neither half may
-				// be applied: the replica takes a unit whole or not at all.
-				fw.open(frameMore, t0+int64(time.Second))
-				fw.buf = appendEntry(fw.buf, engine.Record{Key: "k0", Kind: engine.KindFixed, Deadline: late.Deadline, A: late.A, B: late.B, C: late.C})
-				fw.close()
-			}
-			fw.record(late, t0+int64(time.Second)) // decided after the sync, read but held
-			fw.close()
-			_, err := conn.Write(fw.buf)
-			require.NoError(t, err)
-
-			select {
-			case <-held:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the replica never read the records frame")
-			}
-			require.Equal(t, t0, clk.Now(), "the replica follows the primary's timeline")
-			conn.Close() // the primary goes, its frame in flight
-
-			switch how {
-			case "promote", "promote mid-unit":
-				m.NoOne()
-				require.False(t, clk.Following())
-				require.Equal(t, t0, clk.Now(), "promoted at the primary's last reading applied")
-				_, err := own.Advance(int64(10 * time.Second))
-				require.NoError(t, err)
-				ours := clk.Now()
-				_, err = e.Store().Limit(engine.KindFixed, []byte("k"), engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 3}, ours)
-				require.NoError(t, err)
-			case "switch":
-				other, _ := scriptedPrimary(t) // never answers past accept: the new link waits in its handshake
-				require.False(t, m.ReplicaOf("127.0.0.1", other))
-			}
-			before := records(e, clk.Now())
-			now := clk.Now()
-
-			close(release)
-			select {
-			case err := <-done:
-				require.True(t, errors.Is(err, context.Canceled), "the held frame was applied (err %v)", err)
-			case <-time.After(10 * time.Second):
-				t.Fatal("the held frame never finished")
-			}
-			require.Equal(t, now, clk.Now(), "the clock moved after the link was stopped")
-			require.Equal(t, before, records(e, now), "the keyspace changed after the link was stopped")
-			require.NotContains(t, before, "k0", "half of a unit was applied")
-			if how != "switch" {
-				require.NotEqual(t, late, before["k"], "k holds the promoted node's own decision")
-			} else {
-				require.NotContains(t, before, "k")
-			}
-			require.Contains(t, before, "synced")
-		})
+	for _, mode := range linkModes {
+		for _, how := range []string{"promote", "switch", "promote mid-unit"} {
+			t.Run(mode.name+"/"+how, func(t *testing.T) { stoppedLinkAppliesNothing(t, mode, how) })
+		}
 	}
+}
+
+func stoppedLinkAppliesNothing(t *testing.T, mode linkMode, how string) {
+	own := clock.NewManual(t0 - int64(time.Hour)) // the replica's wall clock is an hour behind
+	clk := clock.NewTimeline(own, 0)
+	e := engine.New(4)
+	var looped atomic.Bool
+	o := Options{Engine: e, Clock: clk}
+	if mode.watch != nil {
+		o.Watch = mode.watch(&looped)
+	}
+	m := New(o)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { m.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	first := true
+	frameRead = func(kind byte) {
+		if kind == frameRecords && first {
+			first = false
+			close(held)
+			<-release
+		}
+	}
+	frameDone = func(kind byte, err error) {
+		if kind == frameRecords {
+			select {
+			case done <- err:
+			default:
+			}
+		}
+	}
+	t.Cleanup(func() { frameRead, frameDone = nil, nil })
+
+	port, accept := scriptedPrimary(t)
+	require.False(t, m.ReplicaOf("127.0.0.1", port))
+	conn := accept()
+	var fw frameWriter
+	fw.start = -1
+	fw.frame(frameSyncStart, t0)
+	fw.record(fixedRecord(t, "synced", t0), t0)
+	fw.close()
+	fw.frame(frameSyncEnd, t0)
+	late := fixedRecord(t, "k", t0+int64(time.Second))
+	if how == "promote mid-unit" {
+		// One pump cut in two frames: an 'm' with another key,
+		// then the 'r' that ends the unit, held. Neither half may
+		// be applied: the replica takes a unit whole or not at all.
+		fw.open(frameMore, t0+int64(time.Second))
+		fw.buf = appendEntry(fw.buf, engine.Record{Key: "k0", Kind: engine.KindFixed, Deadline: late.Deadline, A: late.A, B: late.B, C: late.C})
+		fw.close()
+	}
+	fw.record(late, t0+int64(time.Second)) // decided after the sync, read but held
+	fw.close()
+	_, err := conn.Write(fw.buf)
+	require.NoError(t, err)
+
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replica never read the records frame")
+	}
+	require.Equal(t, t0, clk.Now(), "the replica follows the primary's timeline")
+	conn.Close() // the primary goes, its frame in flight
+
+	switch how {
+	case "promote", "promote mid-unit":
+		m.NoOne()
+		require.False(t, clk.Following())
+		require.Equal(t, t0, clk.Now(), "promoted at the primary's last reading applied")
+		_, err := own.Advance(int64(10 * time.Second))
+		require.NoError(t, err)
+		ours := clk.Now()
+		_, err = e.Store().Limit(engine.KindFixed, []byte("k"), engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 3}, ours)
+		require.NoError(t, err)
+	case "switch":
+		other, _ := scriptedPrimary(t) // never answers past accept: the new link waits in its handshake
+		require.False(t, m.ReplicaOf("127.0.0.1", other))
+	}
+	before := records(e, clk.Now())
+	now := clk.Now()
+
+	close(release)
+	select {
+	case err := <-done:
+		require.True(t, errors.Is(err, context.Canceled), "the held frame was applied (err %v)", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held frame never finished")
+	}
+	require.Equal(t, now, clk.Now(), "the clock moved after the link was stopped")
+	require.Equal(t, before, records(e, now), "the keyspace changed after the link was stopped")
+	require.NotContains(t, before, "k0", "half of a unit was applied")
+	if how != "switch" {
+		require.NotEqual(t, late, before["k"], "k holds the promoted node's own decision")
+	} else {
+		require.NotContains(t, before, "k")
+	}
+	require.Contains(t, before, "synced")
+	require.Equal(t, mode.watch != nil, looped.Load(), "the stream was read the way the mode says")
 }

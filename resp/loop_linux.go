@@ -45,7 +45,10 @@ type loop struct {
 	// published messages and parked commands' replies (guarded by mu).
 	posted []posted
 	keys   [][]byte // scratch: the keys of a batch to prefetch
-	swept  time.Time
+	// watched is read by the loop first in its rounds (Watch); nil if
+	// none. Set and cleared under mu.
+	watched atomic.Pointer[watch]
+	swept   time.Time
 }
 
 // lconn is one connection on a loop.
@@ -369,6 +372,7 @@ func (l *loop) run() {
 		} else {
 			idle = 0
 		}
+		l.serveWatch(l.events[:n])
 		for _, ev := range l.events[:n] {
 			fd := int(ev.Fd)
 			if fd == l.wake[0] {

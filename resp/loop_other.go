@@ -16,3 +16,6 @@ func (*lconn) kill()                  {}
 func (*loop) wakeUp()                 {}
 func (s *Server) startLoops() bool    { return false }
 func (s *Server) adopt(net.Conn) bool { return false }
+
+// Watch reports that no event loop serves: see watch_linux.go.
+func (s *Server) Watch(fd int, ready func() bool) (stop func(), ok bool) { return nil, false }

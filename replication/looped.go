@@ -1,0 +1,220 @@
+package replication
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A replica's stream read by an event loop. The link's goroutine reads
+// the stream with blocking reads on a thread of its own (stream). With
+// Options.Watch, the event loop that answers the replica's clients reads
+// it instead, first in each round in which it has input, as Redis's
+// replica does in its one loop:
+//   - a change that reached the replica before a client's read is
+//     applied before that read is answered, whatever the order in which
+//     the kernel woke the threads;
+//   - the stream costs no thread switch and no second runnable thread on
+//     the replica's core.
+// The goroutine then only acknowledges every ackEvery and watches for a
+// silent link.
+
+// loopLink is a link an event loop can read for the stream: fdConn, on
+// Linux.
+type loopLink interface {
+	hold() (fd int, ok bool)
+	release()
+	recvNow(b []byte) (int, error)
+	sendNow(b []byte) (bool, error)
+}
+
+// errNoInput: the link holds nothing to read now.
+var errNoInput = errors.New("replication: no input ready")
+
+// minRead is the least room the loop's input buffer has before a read.
+const minRead = 64 << 10
+
+// looped is the stream's state on the loop. ready runs on the loop,
+// under the watch's lock, so buf, off and unit need no lock of their own.
+type looped struct {
+	u    *upstream
+	ctx  context.Context
+	c    loopLink
+	buf  []byte         // input read; buf[off:] is not yet applied
+	off  int            // where the next frame starts
+	unit []pendingFrame // the frames of a unit read so far, not applied yet (they point into buf)
+	fail chan error     // the error that ended the stream, once (capacity 1)
+	acks *acker
+}
+
+// streamLooped serves the stream from an event loop. It reports false,
+// having read nothing, if no loop took the link: stream serves it then.
+// br holds what was read past the sync; the loop goes on from there.
+func (u *upstream) streamLooped(ctx context.Context, c loopLink, br *bufio.Reader) (bool, error) {
+	fd, ok := c.hold()
+	if !ok {
+		return false, nil
+	}
+	defer c.release() // after stop: the loop never reads a closed descriptor
+	s := &looped{u: u, ctx: ctx, c: c, fail: make(chan error, 1), acks: newAcker(c.sendNow)}
+	ahead, _ := br.Peek(br.Buffered())
+	s.buf = append(make([]byte, 0, 2*minRead+len(ahead)), ahead...)
+	stop, ok := u.m.o.Watch(fd, s.ready)
+	if !ok {
+		return false, nil
+	}
+	defer stop()
+	if err := s.acks.ack(u.m); err != nil {
+		return true, err
+	}
+	t := time.NewTicker(ackEvery)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-s.fail:
+			return true, err
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case <-t.C:
+			u.m.mu.Lock()
+			silent := time.Since(u.lastIO)
+			u.m.mu.Unlock()
+			if silent > replTimeout {
+				return true, fmt.Errorf("replication: nothing from the primary for %s", silent.Round(time.Second))
+			}
+			if err := s.acks.ack(u.m); err != nil {
+				return true, err
+			}
+		}
+	}
+}
+
+// ready applies every whole unit of the input read before, then reads
+// what the link holds and applies it, and acknowledges. It returns false
+// when the stream ends (the error is in s.fail).
+func (s *looped) ready() bool {
+	if err := s.apply(); err != nil {
+		return s.end(err)
+	}
+	for {
+		s.reserve()
+		room := cap(s.buf) - len(s.buf)
+		n, err := s.c.recvNow(s.buf[len(s.buf):cap(s.buf)])
+		if err == errNoInput {
+			break
+		}
+		if err != nil {
+			return s.end(err)
+		}
+		s.buf = s.buf[:len(s.buf)+n]
+		if err := s.apply(); err != nil {
+			return s.end(err)
+		}
+		if n < room {
+			break // all it held, most likely; the loop's next wait says if more came
+		}
+	}
+	if err := s.acks.ack(s.u.m); err != nil {
+		return s.end(err)
+	}
+	return true
+}
+
+// reserve makes room for a read: minRead bytes at least, and twice the
+// unapplied input, so a frame larger than the buffer fits in time. The
+// unapplied input moves to the front of the buffer when no unit's frames
+// point into it, else to a new buffer.
+func (s *looped) reserve() {
+	rest := len(s.buf) - s.off
+	want := max(minRead, 2*rest)
+	if cap(s.buf)-len(s.buf) >= minRead && cap(s.buf)-s.off >= want {
+		return
+	}
+	if len(s.unit) == 0 && cap(s.buf) >= want+minRead {
+		s.buf = s.buf[:copy(s.buf, s.buf[s.off:])]
+	} else {
+		s.buf = append(make([]byte, 0, want+minRead), s.buf[s.off:]...)
+	}
+	s.off = 0
+}
+
+// apply applies every whole unit in the input.
+func (s *looped) apply() error {
+	for {
+		f, size, err := parseFrame(s.buf[s.off:])
+		if err != nil || size == 0 {
+			return err
+		}
+		raw := s.buf[s.off : s.off+size]
+		s.off += size
+		if frameRead != nil {
+			frameRead(f.kind)
+		}
+		s.unit = append(s.unit, pendingFrame{raw, f})
+		if f.kind == frameMore {
+			continue // applied with the frame that ends the unit
+		}
+		err = s.u.applyUnit(s.ctx, s.unit)
+		clear(s.unit)
+		s.unit = s.unit[:0]
+		if frameDone != nil {
+			frameDone(f.kind, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// end records the error that ended the stream and reports false.
+func (s *looped) end(err error) bool {
+	select {
+	case s.fail <- err:
+	default:
+	}
+	return false
+}
+
+// acker acknowledges the stream to the primary: the offset applied,
+// whenever it moved or ackEvery has passed since the last ack. The loop
+// and the link's goroutine both ack, so it has a lock.
+type acker struct {
+	mu    sync.Mutex
+	acked int64 // the offset last acknowledged; -1 before the first
+	last  time.Time
+	// send writes an ack; false if the link had no room for it (it is
+	// sent again next time).
+	send func([]byte) (bool, error)
+}
+
+func newAcker(send func([]byte) (bool, error)) *acker {
+	return &acker{acked: -1, send: send}
+}
+
+// ack acknowledges m's offset, if it moved or ackEvery has passed.
+func (a *acker) ack(m *Manager) error {
+	m.mu.Lock()
+	off := m.offset
+	m.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if off == a.acked && time.Since(a.last) < ackEvery {
+		return nil
+	}
+	sent, err := a.send(appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(off, 10)))
+	if sent {
+		a.acked, a.last = off, time.Now()
+	}
+	return err
+}
+
+// stale reports whether ackEvery has passed since the last ack.
+func (a *acker) stale() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return time.Since(a.last) >= ackEvery
+}

@@ -1,0 +1,117 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// chunkLink is a loopLink that hands out a stream in the chunks a seeded
+// generator picks, with "nothing to read" between some of them.
+type chunkLink struct {
+	data []byte
+	rng  *rand.Rand
+	max  int // the largest chunk
+	acks int
+}
+
+func (c *chunkLink) hold() (int, bool) { return -1, true }
+func (c *chunkLink) release()          {}
+
+func (c *chunkLink) recvNow(b []byte) (int, error) {
+	if len(c.data) == 0 || c.rng.IntN(4) == 0 {
+		return 0, errNoInput
+	}
+	n := min(len(b), len(c.data), 1+c.rng.IntN(c.max))
+	copy(b, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func (c *chunkLink) sendNow([]byte) (bool, error) { c.acks++; return true, nil }
+
+// TestLoopedAppliesAnyChunking: the loop's reader applies the same stream
+// the same way however the kernel cuts it (a few bytes at a time, or more
+// than its buffer), with bytes read ahead of the loop at the start:
+// every record, the offset at the stream's end, and never part of a
+// unit of several frames.
+func TestLoopedAppliesAnyChunking(t *testing.T) {
+	const now = t0
+	var fw frameWriter
+	fw.start = -1
+	var want []engine.Record
+	add := func(key string) engine.Record {
+		r := fixedRecord(t, key, now)
+		want = append(want, r)
+		return r
+	}
+	fw.frame(frameHeartbeat, now)
+	for i := range 2000 {
+		fw.record(add(fmt.Sprintf("a%d", i)), now)
+	}
+	fw.close()
+	// One unit of several frames ('m' ... 'r'): all of its keys or none.
+	var unit []string
+	var body []byte
+	for i := range 6000 {
+		k := fmt.Sprintf("u%d", i)
+		unit = append(unit, k)
+		body = appendEntry(body, add(k))
+	}
+	fw.entries(body, now)
+	require.Greater(t, len(body), 2*recordsFrameCut, "the unit takes several frames")
+	// One frame larger than the reader's buffer.
+	fw.open(frameRecords, now)
+	for i := range 12000 {
+		fw.buf = appendEntry(fw.buf, add(fmt.Sprintf("b%d", i)))
+	}
+	fw.close()
+	require.Greater(t, len(fw.buf), 3*minRead)
+	fw.frame(frameHeartbeat, now)
+	stream := fw.buf
+
+	for _, tc := range []struct {
+		name       string
+		ahead, max int
+	}{
+		{"tiny", 0, 7},
+		{"small", 100, 300},
+		{"large", 5000, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := engine.New(4)
+			clk := clock.NewTimeline(clock.NewManual(now), 0)
+			clk.Yield() // as ReplicaOf tells it
+			m := New(Options{Engine: e, Clock: clk})
+			m.mu.Lock()
+			m.offset, m.history, m.lastState = 0, true, 0
+			m.bl = newBacklog(1<<20, 0)
+			m.mu.Unlock()
+			u := &upstream{m: m}
+			link := &chunkLink{data: stream[tc.ahead:], rng: rand.New(rand.NewPCG(1, uint64(tc.max))), max: tc.max}
+			s := &looped{u: u, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow)}
+			s.buf = append(make([]byte, 0, 2*minRead+tc.ahead), stream[:tc.ahead]...)
+			for calls := 0; len(link.data) > 0 || s.off < len(s.buf); calls++ {
+				require.Less(t, calls, 10*len(stream), "the stream never ends")
+				require.True(t, s.ready(), "the stream failed: %v", s.fail)
+				first := e.Store().Type([]byte(unit[0]), now) != engine.KindNone
+				last := e.Store().Type([]byte(unit[len(unit)-1]), now) != engine.KindNone
+				require.Equal(t, first, last, "part of a unit applied")
+			}
+			held := records(e, now)
+			require.Len(t, held, len(want))
+			for _, r := range want {
+				require.Equal(t, r, held[r.Key])
+			}
+			m.mu.Lock()
+			require.EqualValues(t, len(stream), m.offset, "the offset is the stream's end")
+			m.mu.Unlock()
+			require.Positive(t, link.acks)
+		})
+	}
+}

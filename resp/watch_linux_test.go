@@ -1,0 +1,155 @@
+package resp
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/node"
+	"github.com/stretchr/testify/require"
+)
+
+// loopServer serves a fresh node on loopback, as o says.
+func loopServer(t *testing.T, o Options) (*Server, string) {
+	t.Helper()
+	n := node.New(node.Config{Shards: 4, MaxClients: 100}, engine.New(4), clock.NewManual(1_700_000_000_000_000_000), node.Options{})
+	s := NewServer(n, o)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan struct{})
+	go func() { s.Serve(ln); close(served) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Close(ctx)
+		<-served
+	})
+	return s, ln.Addr().String()
+}
+
+// pipe returns a non-blocking pipe's two ends, closed at the end.
+func pipe(t *testing.T) (r, w int) {
+	t.Helper()
+	var p [2]int
+	require.NoError(t, syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC))
+	t.Cleanup(func() { syscall.Close(p[0]); syscall.Close(p[1]) })
+	return p[0], p[1]
+}
+
+// eventually polls cond until it holds, for at most 10 s.
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond, msg)
+}
+
+// TestWatchCallsReadyOnTheLoop: a watched descriptor's ready runs once
+// when registered, then whenever the descriptor has input (and not
+// without it), until it returns false; stop waits for a running ready;
+// a server that serves no loops refuses a watch, as does a second one.
+func TestWatchCallsReadyOnTheLoop(t *testing.T) {
+	s, addr := loopServer(t, Options{})
+	r, w := pipe(t)
+	var calls, read atomic.Int64
+	var more atomic.Bool
+	more.Store(true)
+	stop, ok := s.Watch(r, func() bool {
+		calls.Add(1)
+		var b [64]byte
+		if n, _ := syscall.Read(r, b[:]); n > 0 {
+			read.Add(int64(n))
+		}
+		return more.Load()
+	})
+	require.True(t, ok)
+	eventually(t, func() bool { return calls.Load() == 1 }, "ready runs once when registered")
+
+	_, again := s.Watch(r, func() bool { return true })
+	require.False(t, again, "a second watch is refused")
+
+	// Clients' rounds without input on the pipe do not call ready.
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for range 20 {
+		_, err := c.Write([]byte("PING\r\n"))
+		require.NoError(t, err)
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "+PONG\r\n", line)
+	}
+	require.EqualValues(t, 1, calls.Load(), "ready ran without input")
+
+	syscall.Write(w, []byte("abc"))
+	eventually(t, func() bool { return read.Load() == 3 }, "ready reads the input")
+
+	more.Store(false)
+	syscall.Write(w, []byte("de"))
+	eventually(t, func() bool { return read.Load() == 5 }, "ready reads the input")
+	n := calls.Load()
+	syscall.Write(w, []byte("f")) // after ready said false: never read
+	for range 20 {
+		_, err := c.Write([]byte("PING\r\n"))
+		require.NoError(t, err)
+		_, err = br.ReadString('\n')
+		require.NoError(t, err)
+	}
+	require.Equal(t, n, calls.Load(), "ready ran after it returned false")
+	stop()
+	stop() // twice is harmless
+
+	// stop waits for a ready that is running, and ready never runs after.
+	r2, w2 := pipe(t)
+	var hold, stopped, after atomic.Bool
+	var calls2 atomic.Int64
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	stop2, ok := s.Watch(r2, func() bool {
+		calls2.Add(1)
+		if stopped.Load() {
+			after.Store(true)
+		}
+		var b [64]byte
+		syscall.Read(r2, b[:])
+		if hold.Swap(false) {
+			entered <- struct{}{}
+			<-release
+		}
+		return true
+	})
+	require.True(t, ok, "a watch is taken again once the first is stopped")
+	eventually(t, func() bool { return calls2.Load() == 1 }, "ready runs once when registered")
+	hold.Store(true)
+	syscall.Write(w2, []byte("x"))
+	<-entered
+	returned := make(chan struct{})
+	go func() {
+		stop2()
+		stopped.Store(true)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+		t.Fatal("stop returned while ready was running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-returned
+	syscall.Write(w2, []byte("y"))
+	for range 5 {
+		_, err := c.Write([]byte("PING\r\n"))
+		require.NoError(t, err)
+		_, err = br.ReadString('\n')
+		require.NoError(t, err)
+	}
+	require.False(t, after.Load(), "ready ran after stop returned")
+
+	g, _ := loopServer(t, Options{GoroutinePerConn: true})
+	_, ok = g.Watch(r, func() bool { return true })
+	require.False(t, ok, "a server without loops refuses a watch")
+}
