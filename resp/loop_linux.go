@@ -367,12 +367,14 @@ func (l *loop) run() {
 	idle := 0
 	for {
 		n := l.wait(idle)
-		if n == 0 {
+		// A round that only read the watched link (a replica's stream)
+		// counts as idle: a replica without clients goes back to blocking
+		// waits between its primary's heartbeats.
+		if n == l.serveWatch(l.events[:n]) {
 			idle++
 		} else {
 			idle = 0
 		}
-		l.serveWatch(l.events[:n])
 		for _, ev := range l.events[:n] {
 			fd := int(ev.Fd)
 			if fd == l.wake[0] {

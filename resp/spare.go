@@ -7,11 +7,11 @@ import (
 
 // A spare P: each event loop holds its P while it waits for events (a raw
 // epoll wait, see loop.wait), so a goroutine outside the loops runs only
-// when a loop ends a round. For a replica's link to its primary that is
-// lag: the stream's bytes arrive, and are applied up to a millisecond
-// later, when a loop next yields. With one P more than there are loops,
-// that goroutine runs as soon as its bytes arrive (bench/RESULTS.md,
-// "Side by side again, paced").
+// when a loop ends a round. A replica has such goroutines beside its
+// loops: its link's (acks, and the whole stream where no loop reads it:
+// Watch), timers, expiry; with one P more they run at once. (Whether it
+// still shortens the lag since a loop reads the link was not resolved:
+// bench/RESULTS.md, "The replica's event loop reads its link".)
 var spare struct {
 	mu     sync.Mutex
 	base   int // GOMAXPROCS when the first loops started (one loop per P); 0 before

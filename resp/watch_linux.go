@@ -70,25 +70,29 @@ func (l *loop) unwatch(w *watch) {
 }
 
 // serveWatch calls the watch's ready if the round's events include its
-// descriptor, or a first call is due. Without a watch it costs the round
-// one atomic load. It runs before the round's
-// connections, so their commands see what ready applied.
-func (l *loop) serveWatch(events []syscall.EpollEvent) {
+// descriptor, or a first call is due. It runs before the round's
+// connections, so their commands see what ready applied. It returns how
+// many of the events were the watch's (0 or 1). Without a watch it costs
+// the round one atomic load.
+func (l *loop) serveWatch(events []syscall.EpollEvent) int {
 	w := l.watched.Load()
 	if w == nil {
-		return
+		return 0
 	}
-	due := w.kick.Swap(false)
-	for i := 0; !due && i < len(events); i++ {
-		due = int(events[i].Fd) == w.fd
+	mine := 0
+	for i := range events {
+		if int(events[i].Fd) == w.fd {
+			mine = 1
+			break
+		}
 	}
-	if !due {
-		return
+	if !w.kick.Swap(false) && mine == 0 {
+		return 0
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.off || w.ready() {
-		return
+		return mine
 	}
 	w.off = true
 	l.mu.Lock()
@@ -96,4 +100,5 @@ func (l *loop) serveWatch(events []syscall.EpollEvent) {
 		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
 	}
 	l.mu.Unlock()
+	return mine
 }
