@@ -51,6 +51,7 @@ type upstream struct {
 	downSince time.Time // when it went down; zero if it never was up
 	lastIO    time.Time // the last data from the primary
 	syncRead  int64     // bytes of the full sync read so far
+	onLoop    bool      // an event loop reads the stream (looped.go)
 }
 
 // startFollowing starts the link's goroutine. m.mu must be held.

@@ -23,6 +23,15 @@ import (
 // The goroutine then only acknowledges every ackEvery and watches for a
 // silent link.
 
+// LinkOnLoop reports whether an event loop reads the stream from this
+// replica's primary (Options.Watch): false when the link's goroutine
+// reads it, the link is down, or the node is no replica.
+func (m *Manager) LinkOnLoop() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.up != nil && m.up.onLoop
+}
+
 // loopLink is a link an event loop can read for the stream: fdConn, on
 // Linux.
 type loopLink interface {
@@ -35,8 +44,12 @@ type loopLink interface {
 // errNoInput: the link holds nothing to read now.
 var errNoInput = errors.New("replication: no input ready")
 
-// minRead is the least room the loop's input buffer has before a read.
-const minRead = 64 << 10
+// minRead is the least room the loop's input buffer has before a read;
+// maxReads is how many reads a round makes at most.
+const (
+	minRead  = 64 << 10
+	maxReads = 4
+)
 
 // looped is the stream's state on the loop. ready runs on the loop,
 // under the watch's lock, so buf, off and unit need no lock of their own.
@@ -68,6 +81,14 @@ func (u *upstream) streamLooped(ctx context.Context, c loopLink, br *bufio.Reade
 		return false, nil
 	}
 	defer stop()
+	u.m.mu.Lock()
+	u.onLoop = true
+	u.m.mu.Unlock()
+	defer func() {
+		u.m.mu.Lock()
+		u.onLoop = false
+		u.m.mu.Unlock()
+	}()
 	if err := s.acks.ack(u.m); err != nil {
 		return true, err
 	}
@@ -95,12 +116,15 @@ func (u *upstream) streamLooped(ctx context.Context, c loopLink, br *bufio.Reade
 
 // ready applies every whole unit of the input read before, then reads
 // what the link holds and applies it, and acknowledges. It returns false
-// when the stream ends (the error is in s.fail).
+// when the stream ends (the error is in s.fail). It reads at most
+// maxReads times (256 KB or more), so a primary that sends without pause
+// never keeps the loop from its clients: what is left waits for the
+// loop's next round.
 func (s *looped) ready() bool {
 	if err := s.apply(); err != nil {
 		return s.end(err)
 	}
-	for {
+	for range maxReads {
 		s.reserve()
 		room := cap(s.buf) - len(s.buf)
 		n, err := s.c.recvNow(s.buf[len(s.buf):cap(s.buf)])

@@ -14,22 +14,25 @@ import (
 // chunkLink is a loopLink that hands out a stream in the chunks a seeded
 // generator picks, with "nothing to read" between some of them.
 type chunkLink struct {
-	data []byte
-	rng  *rand.Rand
-	max  int // the largest chunk
-	acks int
+	data   []byte
+	rng    *rand.Rand
+	max    int  // the largest chunk
+	steady bool // never "nothing to read" while data is left
+	reads  int  // reads that returned data
+	acks   int
 }
 
 func (c *chunkLink) hold() (int, bool) { return -1, true }
 func (c *chunkLink) release()          {}
 
 func (c *chunkLink) recvNow(b []byte) (int, error) {
-	if len(c.data) == 0 || c.rng.IntN(4) == 0 {
+	if len(c.data) == 0 || (!c.steady && c.rng.IntN(4) == 0) {
 		return 0, errNoInput
 	}
 	n := min(len(b), len(c.data), 1+c.rng.IntN(c.max))
 	copy(b, c.data[:n])
 	c.data = c.data[n:]
+	c.reads++
 	return n, nil
 }
 
@@ -114,4 +117,36 @@ func TestLoopedAppliesAnyChunking(t *testing.T) {
 			require.Positive(t, link.acks)
 		})
 	}
+}
+
+// TestLoopedReadsABoundedAmountPerRound: a primary that sends without
+// pause does not keep the replica's event loop from its clients. One
+// round reads at most maxReads times and leaves the rest for the next.
+func TestLoopedReadsABoundedAmountPerRound(t *testing.T) {
+	const now = t0
+	var fw frameWriter
+	fw.start = -1
+	for i := range 100000 {
+		fw.record(fixedRecord(t, fmt.Sprintf("k%d", i%1000), now), now)
+	}
+	fw.close()
+	clk := clock.NewTimeline(clock.NewManual(now), 0)
+	clk.Yield()
+	m := New(Options{Engine: engine.New(4), Clock: clk})
+	m.mu.Lock()
+	m.history, m.bl = true, newBacklog(1<<20, 0)
+	m.mu.Unlock()
+	link := &chunkLink{data: fw.buf, rng: rand.New(rand.NewPCG(1, 2)), max: 1 << 30, steady: true}
+	s := &looped{u: &upstream{m: m}, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow)}
+	s.buf = make([]byte, 0, 2*minRead)
+	require.Greater(t, len(fw.buf), 8*maxReads*minRead, "more than a round reads")
+	for rounds := 1; len(link.data) > 0; rounds++ {
+		before := link.reads
+		require.True(t, s.ready(), "the stream failed: %v", s.fail)
+		require.LessOrEqual(t, link.reads-before, maxReads, "round %d", rounds)
+		require.Less(t, rounds, len(fw.buf)/minRead, "the stream never ends")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	require.EqualValues(t, len(fw.buf), m.offset)
 }

@@ -42,13 +42,25 @@ func follow(t *testing.T, r, p *replNode) {
 	rltest.WaitLinkUp(t, r.c)
 }
 
+// TestReplicaHoldsThePrimarysLimits runs with the replica's stream read
+// by its event loop and, where its connections are served by goroutines
+// (as under TLS), by its link's goroutine.
 func TestReplicaHoldsThePrimarysLimits(t *testing.T) {
-	p, r := startRepl(t), startRepl(t)
+	for _, perConn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("goroutine-per-conn=%v", perConn), func(t *testing.T) { replicaHoldsThePrimarysLimits(t, perConn) })
+	}
+}
+
+func replicaHoldsThePrimarysLimits(t *testing.T, perConn bool) {
+	p, r := startRepl(t), startRepl(t, func(o *server.Options) { o.GoroutinePerConn = perConn })
 	const n = 2000 // of each of the five kinds: 10,000 keys
 	rltest.Exhaust(t, p.c, 0, n)
 	before := rltest.View(t, p.c, 0, n)
 	require.Equal(t, "[0 2 0 -1 60]", before[0], "a CL.THROTTLE peek of an exhausted key")
 	follow(t, r, p)
+	rltest.WaitFor(t, 10*time.Second, "the stream read the way the replica serves", func() (bool, string) {
+		return r.s.Replication.LinkOnLoop() == !perConn, fmt.Sprint(r.s.Replication.LinkOnLoop())
+	})
 	// WAIT 1 on a connection that wrote: the replica has the full sync
 	// and everything after it.
 	rltest.Exhaust(t, p.c, n, n+10)
@@ -101,6 +113,7 @@ func TestReplicaHoldsThePrimarysLimits(t *testing.T) {
 	defer gr.Close()
 	err := gr.Do(context.Background(), "RL.FIXED", "f:5", "2", "1m").Err()
 	require.True(t, redis.IsReadOnlyError(err), "go-redis: %v", err)
+	require.Equal(t, !perConn, r.s.Replication.LinkOnLoop(), "the stream read the way the replica serves")
 }
 
 func TestReplicaResyncsPartiallyAfterItsLinkIsCut(t *testing.T) {
