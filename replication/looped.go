@@ -151,17 +151,19 @@ func (s *looped) ready() bool {
 // reserve makes room for a read: minRead bytes at least, and twice the
 // unapplied input, so a frame larger than the buffer fits in time. The
 // unapplied input moves to the front of the buffer when no unit's frames
-// point into it, else to a new buffer.
+// point into it, else to a new buffer; so does it when a large frame left
+// the buffer more than four times the size needed now.
 func (s *looped) reserve() {
 	rest := len(s.buf) - s.off
 	want := max(minRead, 2*rest)
 	if cap(s.buf)-len(s.buf) >= minRead && cap(s.buf)-s.off >= want {
 		return
 	}
-	if len(s.unit) == 0 && cap(s.buf) >= want+minRead {
+	size := want + minRead
+	if len(s.unit) == 0 && cap(s.buf) >= size && cap(s.buf) <= 4*size {
 		s.buf = s.buf[:copy(s.buf, s.buf[s.off:])]
 	} else {
-		s.buf = append(make([]byte, 0, want+minRead), s.buf[s.off:]...)
+		s.buf = append(make([]byte, 0, size), s.buf[s.off:]...)
 	}
 	s.off = 0
 }

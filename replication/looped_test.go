@@ -42,14 +42,17 @@ func (c *chunkLink) sendNow([]byte) (bool, error) { c.acks++; return true, nil }
 // the same way however the kernel cuts it (a few bytes at a time, or more
 // than its buffer), with bytes read ahead of the loop at the start:
 // every record, the offset at the stream's end, and never part of a
-// unit of several frames.
+// unit of several frames. A frame larger than its buffer grows it for a
+// while only.
 func TestLoopedAppliesAnyChunking(t *testing.T) {
 	const now = t0
 	var fw frameWriter
 	fw.start = -1
 	var want []engine.Record
+	proto := fixedRecord(t, "proto", now)
 	add := func(key string) engine.Record {
-		r := fixedRecord(t, key, now)
+		r := proto
+		r.Key = key
 		want = append(want, r)
 		return r
 	}
@@ -75,6 +78,13 @@ func TestLoopedAppliesAnyChunking(t *testing.T) {
 	}
 	fw.close()
 	require.Greater(t, len(fw.buf), 3*minRead)
+	big := len(fw.buf)
+	// After it, enough for the buffer to fill again: it shrinks back.
+	for i := range 40000 {
+		fw.record(add(fmt.Sprintf("c%d", i)), now)
+	}
+	fw.close()
+	require.Greater(t, len(fw.buf)-big, 16*minRead)
 	fw.frame(frameHeartbeat, now)
 	stream := fw.buf
 
@@ -82,7 +92,7 @@ func TestLoopedAppliesAnyChunking(t *testing.T) {
 		name       string
 		ahead, max int
 	}{
-		{"tiny", 0, 7},
+		{"tiny", 0, 31},
 		{"small", 100, 300},
 		{"large", 5000, 1 << 20},
 	} {
@@ -115,6 +125,7 @@ func TestLoopedAppliesAnyChunking(t *testing.T) {
 			require.EqualValues(t, len(stream), m.offset, "the offset is the stream's end")
 			m.mu.Unlock()
 			require.Positive(t, link.acks)
+			require.LessOrEqual(t, cap(s.buf), 8*minRead, "the buffer shrank back after the large frame")
 		})
 	}
 }
@@ -126,8 +137,10 @@ func TestLoopedReadsABoundedAmountPerRound(t *testing.T) {
 	const now = t0
 	var fw frameWriter
 	fw.start = -1
+	r := fixedRecord(t, "proto", now)
 	for i := range 100000 {
-		fw.record(fixedRecord(t, fmt.Sprintf("k%d", i%1000), now), now)
+		r.Key = fmt.Sprintf("k%d", i%1000)
+		fw.record(r, now)
 	}
 	fw.close()
 	clk := clock.NewTimeline(clock.NewManual(now), 0)
