@@ -375,14 +375,32 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 
 // applyUnit applies a unit's frames, all or (the link stopped) none.
 func (u *upstream) applyUnit(ctx context.Context, unit []pendingFrame) error {
-	return u.applying(ctx, func() error {
+	return u.applying(ctx, u.unitApplier(unit))
+}
+
+// tryApplyUnit is applyUnit if m.apply is free; applied is false, and
+// nothing is applied, if another goroutine holds it.
+func (u *upstream) tryApplyUnit(ctx context.Context, unit []pendingFrame) (applied bool, err error) {
+	if !u.m.apply.TryLock() {
+		return false, nil
+	}
+	defer u.m.apply.Unlock()
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	return true, u.unitApplier(unit)()
+}
+
+// unitApplier returns what applies a unit's frames under m.apply.
+func (u *upstream) unitApplier(unit []pendingFrame) func() error {
+	return func() error {
 		for _, p := range unit {
 			if err := u.applyFrame(p.raw, p.f); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // pendingFrame is a frame read and not yet applied: its bytes as sent

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,8 +61,14 @@ type looped struct {
 	buf  []byte         // input read; buf[off:] is not yet applied
 	off  int            // where the next frame starts
 	unit []pendingFrame // the frames of a unit read so far, not applied yet (they point into buf)
-	fail chan error     // the error that ended the stream, once (capacity 1)
-	acks *acker
+	// stalled: unit is whole and waits for m.apply, which another
+	// goroutine held (tryApplyUnit); waiting: a goroutine waits for it
+	// and then kicks the loop.
+	stalled bool
+	waiting atomic.Bool
+	kick    func()
+	fail    chan error // the error that ended the stream, once (capacity 1)
+	acks    *acker
 }
 
 // streamLooped serves the stream from an event loop. It reports false,
@@ -76,10 +83,11 @@ func (u *upstream) streamLooped(ctx context.Context, c loopLink, br *bufio.Reade
 	s := &looped{u: u, ctx: ctx, c: c, fail: make(chan error, 1), acks: newAcker(c.sendNow)}
 	ahead, _ := br.Peek(br.Buffered())
 	s.buf = append(make([]byte, 0, 2*minRead+len(ahead)), ahead...)
-	stop, ok := u.m.o.Watch(fd, s.ready)
+	stop, kick, ok := u.m.o.Watch(fd, s.ready)
 	if !ok {
 		return false, nil
 	}
+	s.kick = kick
 	defer stop()
 	u.m.mu.Lock()
 	u.onLoop = true
@@ -168,32 +176,60 @@ func (s *looped) reserve() {
 	s.off = 0
 }
 
-// apply applies every whole unit in the input.
+// apply applies every whole unit in the input. The loop never waits for
+// m.apply: a full sync to this node's own replica holds it while it
+// reads the keyspace (more than a second for a million keys), and the
+// loop's clients would wait as long. A unit that finds it held stays
+// whole in s.unit (stalled), a goroutine waits for the lock and kicks
+// the loop, and apply tries again then, or when more input comes.
 func (s *looped) apply() error {
 	for {
-		f, size, err := parseFrame(s.buf[s.off:])
-		if err != nil || size == 0 {
-			return err
+		if !s.stalled {
+			f, size, err := parseFrame(s.buf[s.off:])
+			if err != nil || size == 0 {
+				return err
+			}
+			raw := s.buf[s.off : s.off+size]
+			s.off += size
+			if frameRead != nil {
+				frameRead(f.kind)
+			}
+			s.unit = append(s.unit, pendingFrame{raw, f})
+			if f.kind == frameMore {
+				continue // applied with the frame that ends the unit
+			}
 		}
-		raw := s.buf[s.off : s.off+size]
-		s.off += size
-		if frameRead != nil {
-			frameRead(f.kind)
+		applied, err := s.u.tryApplyUnit(s.ctx, s.unit)
+		if !applied {
+			s.stalled = true
+			s.await()
+			return nil
 		}
-		s.unit = append(s.unit, pendingFrame{raw, f})
-		if f.kind == frameMore {
-			continue // applied with the frame that ends the unit
-		}
-		err = s.u.applyUnit(s.ctx, s.unit)
+		s.stalled = false
+		kind := s.unit[len(s.unit)-1].f.kind
 		clear(s.unit)
 		s.unit = s.unit[:0]
 		if frameDone != nil {
-			frameDone(f.kind, err)
+			frameDone(kind, err)
 		}
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// await starts a goroutine that waits for m.apply to be free and then
+// kicks the loop, unless one already waits.
+func (s *looped) await() {
+	if !s.waiting.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		s.u.m.apply.Lock()
+		s.u.m.apply.Unlock()
+		s.waiting.Store(false)
+		s.kick()
+	}()
 }
 
 // end records the error that ended the stream and reports false.

@@ -13,28 +13,33 @@ var linkModes = []linkMode{{name: "goroutine"}, {name: "loop", watch: epollWatch
 
 // epollWatch is Options.Watch over an epoll set of its own, on a
 // goroutine of its own: ready runs once at once, then whenever fd has
-// input, until it returns false or stop; stop waits for a running ready.
-func epollWatch(used *atomic.Bool) func(fd int, ready func() bool) (func(), bool) {
-	return func(fd int, ready func() bool) (func(), bool) {
+// input or kick was called, until it returns false or stop; stop waits
+// for a running ready.
+func epollWatch(used *atomic.Bool) func(fd int, ready func() bool) (func(), func(), bool) {
+	return func(fd int, ready func() bool) (func(), func(), bool) {
 		ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 		if err != nil {
-			return nil, false
+			return nil, nil, false
 		}
 		if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
 			syscall.Close(ep)
-			return nil, false
+			return nil, nil, false
 		}
 		used.Store(true)
 		var mu sync.Mutex
+		var kicked atomic.Bool
+		kicked.Store(true)
 		off := false
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			events := make([]syscall.EpollEvent, 1)
-			for first := true; ; first = false {
-				n := 1
-				if !first {
-					n, _ = syscall.EpollWait(ep, events, 10)
+			for {
+				n := 0
+				if !kicked.Swap(false) {
+					n, _ = syscall.EpollWait(ep, events, 1)
+				} else {
+					n = 1
 				}
 				mu.Lock()
 				if !off && n > 0 && !ready() {
@@ -47,12 +52,13 @@ func epollWatch(used *atomic.Bool) func(fd int, ready func() bool) (func(), bool
 				}
 			}
 		}()
-		return func() {
+		stop := func() {
 			mu.Lock()
 			off = true
 			mu.Unlock()
 			<-done
 			syscall.Close(ep)
-		}, true
+		}
+		return stop, func() { kicked.Store(true) }, true
 	}
 }

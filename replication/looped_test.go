@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
@@ -107,7 +108,7 @@ func TestLoopedAppliesAnyChunking(t *testing.T) {
 			m.mu.Unlock()
 			u := &upstream{m: m}
 			link := &chunkLink{data: stream[tc.ahead:], rng: rand.New(rand.NewPCG(1, uint64(tc.max))), max: tc.max}
-			s := &looped{u: u, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow)}
+			s := &looped{u: u, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow), kick: func() {}}
 			s.buf = append(make([]byte, 0, 2*minRead+tc.ahead), stream[:tc.ahead]...)
 			for calls := 0; len(link.data) > 0 || s.off < len(s.buf); calls++ {
 				require.Less(t, calls, 10*len(stream), "the stream never ends")
@@ -150,7 +151,7 @@ func TestLoopedReadsABoundedAmountPerRound(t *testing.T) {
 	m.history, m.bl = true, newBacklog(1<<20, 0)
 	m.mu.Unlock()
 	link := &chunkLink{data: fw.buf, rng: rand.New(rand.NewPCG(1, 2)), max: 1 << 30, steady: true}
-	s := &looped{u: &upstream{m: m}, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow)}
+	s := &looped{u: &upstream{m: m}, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow), kick: func() {}}
 	s.buf = make([]byte, 0, 2*minRead)
 	require.Greater(t, len(fw.buf), 8*maxReads*minRead, "more than a round reads")
 	for rounds := 1; len(link.data) > 0; rounds++ {
@@ -159,6 +160,72 @@ func TestLoopedReadsABoundedAmountPerRound(t *testing.T) {
 		require.LessOrEqual(t, link.reads-before, maxReads, "round %d", rounds)
 		require.Less(t, rounds, len(fw.buf)/minRead, "the stream never ends")
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	require.EqualValues(t, len(fw.buf), m.offset)
+}
+
+// TestLoopedNeverWaitsForTheApplyLock: while another goroutine holds
+// m.apply (a full sync to this node's own replica reads the keyspace
+// under it), the loop's reader applies nothing and returns at once, so
+// the loop goes on serving its clients; once the lock is free the loop
+// is kicked, and the next call applies what was read.
+func TestLoopedNeverWaitsForTheApplyLock(t *testing.T) {
+	const now = t0
+	var fw frameWriter
+	fw.start = -1
+	r := fixedRecord(t, "proto", now)
+	for i := range 100 {
+		r.Key = fmt.Sprintf("k%d", i)
+		fw.record(r, now)
+	}
+	fw.close()
+	fw.frame(frameHeartbeat, now)
+	clk := clock.NewTimeline(clock.NewManual(now), 0)
+	clk.Yield()
+	e := engine.New(4)
+	m := New(Options{Engine: e, Clock: clk})
+	m.mu.Lock()
+	m.history, m.bl = true, newBacklog(1<<20, 0)
+	m.mu.Unlock()
+	link := &chunkLink{data: fw.buf, rng: rand.New(rand.NewPCG(1, 3)), max: 1 << 20, steady: true}
+	kicked := make(chan struct{}, 1)
+	s := &looped{u: &upstream{m: m}, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow),
+		kick: func() { kicked <- struct{}{} }}
+	s.buf = make([]byte, 0, 2*minRead)
+
+	m.apply.Lock()
+	locked := true
+	t.Cleanup(func() {
+		if locked {
+			m.apply.Unlock()
+		}
+	})
+	returned := make(chan bool, 1)
+	go func() { returned <- s.ready() }()
+	select {
+	case ok := <-returned:
+		require.True(t, ok)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop's reader waited for the lock")
+	}
+	require.Empty(t, link.data, "the input was read")
+	require.Zero(t, e.Store().Len(), "nothing applied while the lock was held")
+	select {
+	case <-kicked:
+		t.Fatal("kicked while the lock was held")
+	default:
+	}
+
+	locked = false
+	m.apply.Unlock()
+	select {
+	case <-kicked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no kick once the lock was free")
+	}
+	require.True(t, s.ready())
+	require.Equal(t, 100, e.Store().Len())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	require.EqualValues(t, len(fw.buf), m.offset)

@@ -54,7 +54,7 @@ func scriptedPrimary(t *testing.T) (port int, accept func() net.Conn) {
 // leaves the link's goroutine to read it.
 type linkMode struct {
 	name  string
-	watch func(used *atomic.Bool) func(fd int, ready func() bool) (func(), bool)
+	watch func(used *atomic.Bool) func(fd int, ready func() bool) (stop, kick func(), ok bool)
 }
 
 // fixedRecord is the record RL.FIXED key 10 1m leaves after one

@@ -52,11 +52,12 @@ type Options struct {
 	// up to BatchInterval more lag. A write after a quiet spell goes at
 	// once. WAIT never waits for it. SetBatchInterval changes it.
 	BatchInterval time.Duration
-	// Watch, if set, has an event loop call ready whenever fd has input
-	// (resp.Server.Watch). A replica's link is then read and applied by
-	// the loop that answers its clients, not by the link's goroutine
-	// (looped.go). ok is false if no loop can; the goroutine reads it.
-	Watch func(fd int, ready func() bool) (stop func(), ok bool)
+	// Watch, if set, has an event loop call ready whenever fd has input,
+	// or kick was called (resp.Server.Watch). A replica's link is then
+	// read and applied by the loop that answers its clients, not by the
+	// link's goroutine (looped.go). ok is false if no loop can; the
+	// goroutine reads it.
+	Watch func(fd int, ready func() bool) (stop, kick func(), ok bool)
 }
 
 // Writes is whether a node takes writes.

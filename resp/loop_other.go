@@ -18,4 +18,6 @@ func (s *Server) startLoops() bool    { return false }
 func (s *Server) adopt(net.Conn) bool { return false }
 
 // Watch reports that no event loop serves: see watch_linux.go.
-func (s *Server) Watch(fd int, ready func() bool) (stop func(), ok bool) { return nil, false }
+func (s *Server) Watch(fd int, ready func() bool) (stop, kick func(), ok bool) {
+	return nil, nil, false
+}

@@ -22,17 +22,19 @@ type watch struct {
 
 // Watch has one of s's event loops call ready once in its next round,
 // and then in every round in which fd has input, before the round's
-// connections, until ready returns false or stop is called. ready runs
-// on the loop: it must not block, and it reads fd without waiting. The
-// caller keeps fd open until stop has returned; stop returns once ready
-// is not running and will not run again. ok is false if no event loop
-// serves (TLS, one goroutine per connection, a closed server, or a
-// platform without epoll), or if one watch is already registered.
-func (s *Server) Watch(fd int, ready func() bool) (stop func(), ok bool) {
+// connections, until ready returns false or stop is called. kick, from
+// any goroutine, has ready called once more in the loop's next round,
+// input or not. ready runs on the loop: it must not block, and it reads
+// fd without waiting. The caller keeps fd open until stop has returned;
+// stop returns once ready is not running and will not run again. ok is
+// false if no event loop serves (TLS, one goroutine per connection, a
+// closed server, or a platform without epoll), or if one watch is
+// already registered.
+func (s *Server) Watch(fd int, ready func() bool) (stop, kick func(), ok bool) {
 	s.mu.Lock()
 	if s.closed || s.tls != nil || s.goroutines || (s.loops == nil && !s.startLoops()) {
 		s.mu.Unlock()
-		return nil, false
+		return nil, nil, false
 	}
 	l := s.loops[0]
 	s.mu.Unlock()
@@ -40,17 +42,21 @@ func (s *Server) Watch(fd int, ready func() bool) (stop func(), ok bool) {
 	l.mu.Lock()
 	if l.exited || l.watched.Load() != nil {
 		l.mu.Unlock()
-		return nil, false
+		return nil, nil, false
 	}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
 		l.mu.Unlock()
-		return nil, false
+		return nil, nil, false
 	}
 	w.kick.Store(true)
 	l.watched.Store(w)
 	l.mu.Unlock()
 	l.wakeUp()
-	return func() { l.unwatch(w) }, true
+	kick = func() {
+		w.kick.Store(true)
+		l.wakeUp()
+	}
+	return func() { l.unwatch(w) }, kick, true
 }
 
 // unwatch takes w out of the loop: after it, ready is not running and

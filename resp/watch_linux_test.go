@@ -49,8 +49,8 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 }
 
 // TestWatchCallsReadyOnTheLoop: a watched descriptor's ready runs once
-// when registered, then whenever the descriptor has input (and not
-// without it), until it returns false; stop waits for a running ready;
+// when registered, once per kick, then whenever the descriptor has input
+// (and not without it), until it returns false; stop waits for a running ready;
 // a server that serves no loops refuses a watch, as does a second one.
 func TestWatchCallsReadyOnTheLoop(t *testing.T) {
 	s, addr := loopServer(t, Options{})
@@ -58,7 +58,7 @@ func TestWatchCallsReadyOnTheLoop(t *testing.T) {
 	var calls, read atomic.Int64
 	var more atomic.Bool
 	more.Store(true)
-	stop, ok := s.Watch(r, func() bool {
+	stop, kick, ok := s.Watch(r, func() bool {
 		calls.Add(1)
 		var b [64]byte
 		if n, _ := syscall.Read(r, b[:]); n > 0 {
@@ -69,7 +69,7 @@ func TestWatchCallsReadyOnTheLoop(t *testing.T) {
 	require.True(t, ok)
 	eventually(t, func() bool { return calls.Load() == 1 }, "ready runs once when registered")
 
-	_, again := s.Watch(r, func() bool { return true })
+	_, _, again := s.Watch(r, func() bool { return true })
 	require.False(t, again, "a second watch is refused")
 
 	// Clients' rounds without input on the pipe do not call ready.
@@ -85,6 +85,8 @@ func TestWatchCallsReadyOnTheLoop(t *testing.T) {
 		require.Equal(t, "+PONG\r\n", line)
 	}
 	require.EqualValues(t, 1, calls.Load(), "ready ran without input")
+	kick()
+	eventually(t, func() bool { return calls.Load() == 2 }, "a kick has ready run once more")
 
 	syscall.Write(w, []byte("abc"))
 	eventually(t, func() bool { return read.Load() == 3 }, "ready reads the input")
@@ -109,7 +111,7 @@ func TestWatchCallsReadyOnTheLoop(t *testing.T) {
 	var hold, stopped, after atomic.Bool
 	var calls2 atomic.Int64
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	stop2, ok := s.Watch(r2, func() bool {
+	stop2, _, ok := s.Watch(r2, func() bool {
 		calls2.Add(1)
 		if stopped.Load() {
 			after.Store(true)
@@ -150,6 +152,6 @@ func TestWatchCallsReadyOnTheLoop(t *testing.T) {
 	require.False(t, after.Load(), "ready ran after stop returned")
 
 	g, _ := loopServer(t, Options{GoroutinePerConn: true})
-	_, ok = g.Watch(r, func() bool { return true })
+	_, _, ok = g.Watch(r, func() bool { return true })
 	require.False(t, ok, "a server without loops refuses a watch")
 }

@@ -199,11 +199,11 @@ func Start(opts Options) (*Server, error) {
 		MasterAuth: cfg.MasterAuth, Resume: resume,
 		MinReplicas: cfg.MinReplicasToWrite, MinReplicasMaxLag: cfg.MinReplicasMaxLag,
 		BatchInterval: cfg.ReplBatchInterval,
-		Watch: func(fd int, ready func() bool) (func(), bool) {
+		Watch: func(fd int, ready func() bool) (stop, kick func(), ok bool) {
 			if r := rsrv.Load(); r != nil {
 				return r.Watch(fd, ready)
 			}
-			return nil, false
+			return nil, nil, false
 		},
 		Writes: func(w replication.Writes) {
 			switch w {
