@@ -13,15 +13,17 @@ import (
 
 // blocking returns c as a connection served by blocking system calls on a
 // thread of its own instead of Go's network poller. A replica's link to
-// its primary uses it. While a node's event loops are busy (a replica
-// answering reads) they are always runnable, and the Go scheduler then
-// looks at the poller only every 10 ms (sysmon): the stream would arrive
-// up to 10 ms late, as measured (8 ms median lag with one core). A
-// goroutine blocked in read(2) is runnable as soon as its data arrives,
-// and the event loops yield every round. The primary's side stays on the
-// poller: there the loops matter most, and a goroutine in a blocking read
-// holds the only P (GOMAXPROCS=1) until sysmon takes it back, stalling
-// them. c is closed; on failure c is returned as it was.
+// its primary uses it: for its handshake and sync, and for its stream
+// where no event loop reads it (looped.go). While a node's event loops
+// are busy (a replica answering reads) they are always runnable, and the
+// Go scheduler then looks at the poller only every 10 ms (sysmon): the
+// stream would arrive up to 10 ms late, as measured (8 ms median lag
+// with one core). A goroutine blocked in read(2) is runnable as soon as
+// its data arrives, and the event loops yield every round. The primary's
+// side stays on the poller: there the loops matter most, and a goroutine
+// in a blocking read holds the only P (GOMAXPROCS=1) until sysmon takes
+// it back, stalling them. c is closed; on failure c is returned as it
+// was.
 func blocking(c net.Conn) net.Conn {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
