@@ -286,6 +286,11 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 func (u *upstream) applying(ctx context.Context, fn func() error) error {
 	u.m.apply.Lock()
 	defer u.m.apply.Unlock()
+	return appliedLocked(ctx, fn)
+}
+
+// appliedLocked is applying's body, for a caller that holds m.apply.
+func appliedLocked(ctx context.Context, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -375,7 +380,7 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 
 // applyUnit applies a unit's frames, all or (the link stopped) none.
 func (u *upstream) applyUnit(ctx context.Context, unit []pendingFrame) error {
-	return u.applying(ctx, u.unitApplier(unit))
+	return u.applying(ctx, func() error { return u.applyFrames(unit) })
 }
 
 // tryApplyUnit is applyUnit if m.apply is free; applied is false, and
@@ -385,22 +390,17 @@ func (u *upstream) tryApplyUnit(ctx context.Context, unit []pendingFrame) (appli
 		return false, nil
 	}
 	defer u.m.apply.Unlock()
-	if err := ctx.Err(); err != nil {
-		return true, err
-	}
-	return true, u.unitApplier(unit)()
+	return true, appliedLocked(ctx, func() error { return u.applyFrames(unit) })
 }
 
-// unitApplier returns what applies a unit's frames under m.apply.
-func (u *upstream) unitApplier(unit []pendingFrame) func() error {
-	return func() error {
-		for _, p := range unit {
-			if err := u.applyFrame(p.raw, p.f); err != nil {
-				return err
-			}
+// applyFrames applies a unit's frames in order. m.apply is held.
+func (u *upstream) applyFrames(unit []pendingFrame) error {
+	for _, p := range unit {
+		if err := u.applyFrame(p.raw, p.f); err != nil {
+			return err
 		}
-		return nil
 	}
+	return nil
 }
 
 // pendingFrame is a frame read and not yet applied: its bytes as sent
