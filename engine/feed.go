@@ -199,6 +199,38 @@ func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 	return dst, flushed
 }
 
+// Dump appends to dst the record of every live key at now, encoded by
+// an encoded feed's Encoder, and drops every change the feed had listed:
+// the dump holds them all, and the feed reports what changes after it.
+// It reads the shards under the engine's cut, so the dump is a
+// consistent cut (Engine.cut), each shard locked only while its records
+// are copied.
+func (f *Feed) Dump(now int64, dst []byte) []byte {
+	if f.enc == nil {
+		panic("engine: Dump on a feed without an Encoder")
+	}
+	f.e.cut.Lock()
+	defer f.e.cut.Unlock()
+	for _, s := range f.e.shards {
+		s.mu.Lock()
+		fs := &s.feeds[f.i]
+		fs.out = fs.out[:0]
+		if fs.kept != nil {
+			clear(fs.kept[:])
+		}
+		f.takeLocked(s, nil, nil)
+		for off := 0; off < len(s.data); {
+			p := parseRecord(s.data, off)
+			if p.hdr&hdrDead == 0 && p.e.alive(now) {
+				dst = fs.appendWritten(dst, p)
+			}
+			off = p.end
+		}
+		s.mu.Unlock()
+	}
+	return dst
+}
+
 // takeLocked empties the feed's list in shard s, clearing its dirty bits,
 // and passes each deleted key to deleted and each written record, parsed
 // in place, to written (both may be nil: the changes are dropped). It

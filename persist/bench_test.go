@@ -2,7 +2,6 @@ package persist
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/rlserver/rlserver/clock"
@@ -99,22 +98,6 @@ func TestIncrementalSnapshotWritesOnlyChanges(t *testing.T) {
 	require.Equal(t, int64(1000), snap.Info().LastRecords)
 	require.NoError(t, snap.Save())
 	require.Equal(t, int64(0), snap.Info().LastRecords)
-}
-
-// BenchmarkKeyOrder sorts a snapshot's 100,000 changes by key, as fill
-// does every second when 100,000 keys change: server-like names (a
-// shared prefix, a numeric suffix) in the random order a change feed
-// reports them.
-func BenchmarkKeyOrder(b *testing.B) {
-	recs := make([]engine.Record, 100_000)
-	for i, k := range rand.Perm(len(recs)) {
-		recs[i].Key = fmt.Sprintf("rl:gcra:%012d", k)
-	}
-	var order, scratch []keyAt
-	b.ReportAllocs()
-	for b.Loop() {
-		order, scratch = keyOrder(recs, order[:0], scratch[:0])
-	}
 }
 
 // BenchmarkAppendRecord is the encoding of one record in persistence's

@@ -3,12 +3,9 @@ package persist
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
@@ -142,69 +139,6 @@ func FuzzDecodeRecord(f *testing.F) {
 			require.Equal(t, b, enc)
 		}
 	})
-}
-
-// TestKeyOrder: a snapshot writes its changes sorted by key, a key's
-// changes in the order they came (stable), whatever the keys share:
-// against a stable sort by key alone, on fixed cases and random keys
-// drawn from a small alphabet (common prefixes, keys that extend others,
-// zero bytes, the empty key, repeats).
-func TestKeyOrder(t *testing.T) {
-	check := func(keys []string) {
-		t.Helper()
-		recs := make([]engine.Record, len(keys))
-		for i, k := range keys {
-			recs[i].Key = k
-		}
-		want := make([]int32, len(keys))
-		for i := range want {
-			want[i] = int32(i)
-		}
-		slices.SortStableFunc(want, func(a, b int32) int { return strings.Compare(keys[a], keys[b]) })
-		got, _ := keyOrder(recs, nil, nil)
-		require.Len(t, got, len(keys))
-		for i, o := range got {
-			require.Equal(t, want[i], o.i, "position %d of %q", i, keys)
-		}
-	}
-	for _, keys := range [][]string{
-		{},
-		{"a"},
-		{"user:2", "user:10", "user:1"},
-		{"same", "same", "other", "same"},
-		{"rl:gcra:000000000012", "rl:gcra:000000000003", "rl:gcra:00000000001"},
-		{"abc", "abc\x00", "ab", "abc\x00\x00", "", "abc"},
-		{"prefix:12345678", "prefix:123456789", "prefix:12345678\x00", "prefix:1234567"},
-		{"\xff\xff", "\xff", "\x00\xff"},
-	} {
-		check(keys)
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for n := range 2100 {
-		// Batches of up to 30 keys take the comparison sort; the last
-		// 100, of radixMin to 2,000, the radix sort.
-		size := r.IntN(30)
-		if n >= 2000 {
-			size = radixMin + r.IntN(2000-radixMin)
-		}
-		keys := make([]string, size)
-		shared := strings.Repeat("k", r.IntN(12))
-		for i := range keys {
-			b := []byte(shared)
-			for range r.IntN(12) {
-				b = append(b, "a\x00\xffb"[r.IntN(4)])
-			}
-			keys[i] = string(b)
-		}
-		check(keys)
-	}
-	// Server-like names, a numeric suffix after a long shared prefix,
-	// repeated (a key's deletion and rewrite in one batch).
-	keys := make([]string, 5000)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("rl:gcra:%012d", r.IntN(3000))
-	}
-	check(keys)
 }
 
 // FuzzLog: any words round-trip through a version 2 log, and any bytes

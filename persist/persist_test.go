@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,58 +117,78 @@ func TestSnapshotsRoundTrip(t *testing.T) {
 	require.Empty(t, dump(e4, now+3600e9))
 }
 
-// TestVersion1RecordsLoad: a store whose records were written in codec
-// version 1 (before version 2 wrote logs as deltas) loads to the same
-// keys, and a snapshot after the load writes version 2 over it, which
-// loads as well.
-func TestVersion1RecordsLoad(t *testing.T) {
+// TestVersion1StoreLoads: a store of format version 1 (a Pebble key per
+// record), its records in codec version 1, loads to the same keys; the
+// first snapshot after the load turns it into version 2, dropping the
+// old records, and it loads as well.
+func TestVersion1StoreLoads(t *testing.T) {
 	fs := vfs.NewMem()
-	st := openMem(t, fs)
 	e := engine.New(2)
-	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
 	fill(t, e, 40, t0)
 	for i := range 20 { // a longer log, some admissions shared
 		_, err := e.Store().Limit(engine.KindLog, []byte("key:2"), engine.Params{Limit: 100, Window: 60e9, Cost: int64(1 + i%2)}, t0+int64(i/2)*1e6)
 		require.NoError(t, err)
 	}
-	require.NoError(t, snap.Save())
-	require.NoError(t, st.Close())
 	want := dump(e, t0)
 
-	// Write every record again as version 1 wrote it.
+	// The store as version 1 wrote it.
 	db, err := pebble.Open("/data", &pebble.Options{FS: fs})
 	require.NoError(t, err)
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{keyPrefix}, UpperBound: keysEnd})
-	require.NoError(t, err)
-	rewritten, logs := map[string][]byte{}, 0
-	for it.First(); it.Valid(); it.Next() {
-		r, err := DecodeRecord(string(it.Key()[1:]), it.Value())
-		require.NoError(t, err)
+	require.NoError(t, db.Set(metaFormat, []byte("1"), nil))
+	require.NoError(t, db.Set(metaClock, []byte(fmt.Sprint(t0)), nil))
+	logs := 0
+	e.Dump(t0, func(r engine.Record) {
 		if len(r.Log) > 0 {
-			require.Equal(t, byte(RecordVersionLog), it.Value()[0])
 			logs++
 		}
-		rewritten[string(it.Key())] = appendRecordV1(r)
-	}
-	require.NoError(t, it.Close())
+		require.NoError(t, db.Set([]byte("k"+r.Key), appendRecordV1(r), nil))
+	})
 	require.Greater(t, logs, 5, "records with a log")
-	for k, v := range rewritten {
-		require.NoError(t, db.Set([]byte(k), v, pebble.Sync))
-	}
 	require.NoError(t, db.Close())
 
-	e2, _ := reload(t, fs, t0)
+	e2, hw := reload(t, fs, t0)
+	require.Equal(t, t0, hw)
 	require.Equal(t, want, dump(e2, t0))
 
-	// A decision and a snapshot after the load: version 2 over version 1.
-	st = openMem(t, fs)
-	snap = NewSnapshotter(e2, st, clock.NewManual(t0+1e9), nil)
+	// A decision and a snapshot after the load: version 2.
+	st := openMem(t, fs)
+	snap := NewSnapshotter(e2, st, clock.NewManual(t0+1e9), nil)
 	_, err = e2.Store().Limit(engine.KindLog, []byte("key:2"), engine.Params{Limit: 100, Window: 60e9, Cost: 1}, t0+1e9)
 	require.NoError(t, err)
 	require.NoError(t, snap.Save())
 	require.NoError(t, st.Close())
+	require.Equal(t, "2", rawGet(t, fs, metaFormat))
+	require.Zero(t, countKeys(t, fs, []byte{keyPrefix}, []byte{keyPrefix + 1}), "version 1's records are gone")
 	e3, _ := reload(t, fs, t0+1e9)
 	require.Equal(t, dump(e2, t0+1e9), dump(e3, t0+1e9))
+}
+
+// rawGet reads key from the store in /data as Pebble holds it.
+func rawGet(t *testing.T, fs vfs.FS, key []byte) string {
+	t.Helper()
+	db, err := pebble.Open("/data", &pebble.Options{FS: fs, ReadOnly: true})
+	require.NoError(t, err)
+	defer db.Close()
+	v, closer, err := db.Get(key)
+	require.NoError(t, err)
+	defer closer.Close()
+	return string(v)
+}
+
+// countKeys counts the store's Pebble keys in [lo, hi).
+func countKeys(t *testing.T, fs vfs.FS, lo, hi []byte) int {
+	t.Helper()
+	db, err := pebble.Open("/data", &pebble.Options{FS: fs, ReadOnly: true})
+	require.NoError(t, err)
+	defer db.Close()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	require.NoError(t, err)
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	return n
 }
 
 func TestDamagedStoreIsRefused(t *testing.T) {
@@ -178,20 +200,34 @@ func TestDamagedStoreIsRefused(t *testing.T) {
 	require.NoError(t, snap.Save())
 	require.NoError(t, st.Close())
 
-	// A flipped byte in one record: the load names the path, the key and the cause.
+	// A flipped byte in a segment: the load names the path, the chunk and the cause.
 	db, err := pebble.Open("/data", &pebble.Options{FS: fs})
 	require.NoError(t, err)
-	v, closer, err := db.Get([]byte("kkey:3"))
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{segPrefix}, UpperBound: dataEnd})
 	require.NoError(t, err)
-	bad := append([]byte(nil), v...)
-	closer.Close()
-	bad[2] ^= 1
-	require.NoError(t, db.Set([]byte("kkey:3"), bad, pebble.Sync))
+	require.True(t, it.First())
+	key, bad := bytes.Clone(it.Key()), bytes.Clone(it.Value())
+	require.NoError(t, it.Close())
+	bad[len(bad)/2] ^= 1
+	require.NoError(t, db.Set(key, bad, pebble.Sync))
 	require.NoError(t, db.Close())
 	st = openMem(t, fs)
 	_, _, err = LoadEngine(st, engine.New(2), t0, nil)
 	require.ErrorIs(t, err, ErrChecksum)
 	require.Contains(t, err.Error(), "/data")
+	require.Contains(t, err.Error(), "segment 1 chunk 0")
+	require.NoError(t, st.Close())
+
+	// A version 1 record that fails its own checksum: named by its key.
+	db, err = pebble.Open("/data", &pebble.Options{FS: fs})
+	require.NoError(t, err)
+	rec := appendRecordV1(engine.Record{Key: "key:3", Kind: engine.KindFixed, Deadline: t0 + 60e9, A: 2})
+	rec[2] ^= 1
+	require.NoError(t, db.Set([]byte("kkey:3"), rec, pebble.Sync))
+	require.NoError(t, db.Close())
+	st = openMem(t, fs)
+	_, _, err = LoadEngine(st, engine.New(2), t0, nil)
+	require.ErrorIs(t, err, ErrChecksum)
 	require.Contains(t, err.Error(), `"key:3"`)
 	require.NoError(t, st.Close())
 
@@ -205,7 +241,7 @@ func TestDamagedStoreIsRefused(t *testing.T) {
 	require.Contains(t, err.Error(), "/data")
 	db, err = pebble.Open("/data", &pebble.Options{FS: fs, ReadOnly: true})
 	require.NoError(t, err)
-	v, closer, err = db.Get([]byte("\x00format"))
+	v, closer, err := db.Get([]byte("\x00format"))
 	require.NoError(t, err)
 	require.Equal(t, "99", string(v))
 	closer.Close()
@@ -300,14 +336,8 @@ func TestExpiredKeysLeaveTheStore(t *testing.T) {
 	require.Equal(t, int64(1), snap.Info().LastRecords, "the deletion")
 	require.NoError(t, st.Close())
 
-	db, err := pebble.Open("/data", &pebble.Options{FS: fs, ReadOnly: true})
-	require.NoError(t, err)
-	defer db.Close()
-	_, _, err = db.Get([]byte("kshort"))
-	require.ErrorIs(t, err, pebble.ErrNotFound)
-	_, closer, err := db.Get([]byte("klong"))
-	require.NoError(t, err)
-	closer.Close()
+	e2, _ := reload(t, fs, t0)
+	require.Equal(t, []string{"long"}, slices.Collect(maps.Keys(dump(e2, t0))), "the deletion was written")
 }
 
 // TestLoadFreesRetiredTables: a load grows the key tables step by step, with
@@ -366,4 +396,41 @@ func TestStopWaitsForBackgroundSave(t *testing.T) {
 	require.NoError(t, st.Close())
 	e2, _ := reload(t, fs, t0)
 	require.Equal(t, dump(e, t0), dump(e2, t0))
+}
+
+// TestSnapshotsFold: snapshots that each change every key of a small
+// keyspace leave at most (foldRatio+1) times max(keys, foldMin) entries
+// in the store, not one per change: every so often a snapshot writes
+// every key and drops the segments before it. The store still loads to
+// the engine's keys, and so does one whose last snapshot was a fold.
+func TestSnapshotsFold(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	e := engine.New(4)
+	clk := clock.NewManual(t0)
+	snap := NewSnapshotter(e, st, clk, nil)
+	const keys, saves = 1000, 120
+	folds := 0
+	for i := range saves {
+		if snap.foldDue() {
+			folds++
+		}
+		for k := range keys {
+			_, err := e.Store().Limit(engine.KindFixed, []byte(fmt.Sprint("key:", k)), engine.Params{Limit: 1e9, Window: 1e15, Cost: 1}, t0+int64(i)*1e6)
+			require.NoError(t, err)
+		}
+		require.NoError(t, snap.Save())
+		require.Equal(t, int64(keys), snap.Info().LastRecords)
+	}
+	require.Equal(t, 1+(saves-1)/(foldRatio*foldMin/keys+2), folds, "the first snapshot and one in every %d after it", foldRatio*foldMin/keys+2)
+	require.NoError(t, st.Close())
+
+	st = openMem(t, fs)
+	entries := 0
+	require.NoError(t, st.Load(func(engine.Record) { entries++ }))
+	require.NoError(t, st.Close())
+	require.LessOrEqual(t, entries, (foldRatio+1)*foldMin+keys, "%d snapshots of %d keys", saves, keys)
+	now := t0 + saves*1e6
+	e2, _ := reload(t, fs, now)
+	require.Equal(t, dump(e, now), dump(e2, now))
 }

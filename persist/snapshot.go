@@ -1,13 +1,10 @@
 package persist
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,15 +30,15 @@ type Snapshotter struct {
 	clk   clock.Clock
 	log   *slog.Logger
 
-	mu      sync.Mutex               // one snapshot at a time; guards the fields below
-	pending map[string]engine.Record // changes a failed snapshot did not write
-	cur     []engine.Record          // this snapshot's changes (reused)
-	order   []keyAt                  // cur's order by key (fill; reused)
-	scratch []keyAt                  // keyOrder's second buffer (fill; reused)
-	// perRecord is the last snapshot's batch bytes per record, to size
-	// the next one's batch.
-	perRecord float64
-	flush     bool // a FLUSHALL not yet written
+	mu  sync.Mutex // one snapshot at a time; guards the fields below
+	buf []byte     // this snapshot's entries (reused)
+	// fold: the next snapshot writes every key and drops every older
+	// segment (foldDue). Set at the start and after a failed snapshot,
+	// whose changes the feed no longer lists.
+	fold bool
+	// sinceFold counts the entries written since the last snapshot of
+	// every key.
+	sinceFold int64
 	// position, if set, reports the replication position to store with
 	// each snapshot (SetPosition).
 	position func() (Position, bool)
@@ -62,12 +59,13 @@ type Snapshotter struct {
 }
 
 // NewSnapshotter returns a snapshotter reading e's changes through a feed
-// of its own (engine.NewFeed), from now on.
+// of its own (engine.NewEncodedFeed), from now on. Its first snapshot
+// writes every key.
 func NewSnapshotter(e *engine.Engine, st *Store, clk clock.Clock, log *slog.Logger) *Snapshotter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Snapshotter{e: e, feed: e.NewFeed(), store: st, clk: clk, log: log, pending: map[string]engine.Record{}}
+	s := &Snapshotter{e: e, feed: e.NewEncodedFeed(AppendStateEntry, 0), store: st, clk: clk, log: log, fold: true}
 	s.lastStatus.Store(true)
 	s.lastOK.Store(clk.Now() / 1e9)
 	return s
@@ -140,27 +138,41 @@ func (s *Snapshotter) Stop() {
 	s.bg.Wait()
 }
 
+// Folding: a snapshot writes one segment of what changed, so the store
+// grows with every snapshot, and a load reads every segment. When the
+// entries written since the last fold exceed foldRatio times the keys
+// held (or foldMin, for a small keyspace), a snapshot writes every key
+// instead, with a deletion of every older segment, in the same batch.
+// Each entry written then costs at most 1/foldRatio of an entry more,
+// so a snapshot's cost still follows the changes, and the store holds
+// and a load reads at most foldRatio+1 entries a key.
+const (
+	foldRatio = 2
+	foldMin   = 1 << 14
+)
+
+// foldDue says whether the next snapshot is to write every key.
+func (s *Snapshotter) foldDue() bool {
+	return s.fold || s.sinceFold > foldRatio*max(int64(s.e.Store().Len()), foldMin)
+}
+
 func (s *Snapshotter) saveLocked() (err error) {
 	s.inProgress.Store(true)
 	defer s.inProgress.Store(false)
 	start := time.Now()
-	// Collect this round's changes in order (a key deleted then written
-	// again appears twice, deletion first). Records that failed to be
-	// written before are in s.pending and go first, superseded by these.
 	var pos Position
 	posOK := false
 	if s.position != nil {
 		pos, posOK = s.position()
 	}
-	s.cur = s.cur[:0]
-	if s.feed.Next(func(r engine.Record) { s.cur = append(s.cur, r) }) {
-		// A FLUSHALL since the last call: what is still pending from
-		// before it is void; this call's records all postdate it (a shard
-		// not yet flushed when read reports the flush next time).
-		clear(s.pending)
-		s.flush = true
+	// Take this round's changes, encoded, in the order they were made, or
+	// every key when folding.
+	fold, flushed := s.foldDue(), false
+	if fold {
+		s.buf = s.feed.Dump(s.clk.Now(), s.buf[:0])
+	} else {
+		s.buf, flushed = s.feed.Append(s.buf[:0])
 	}
-	s.unwritten.Store(int64(len(s.pending) + len(s.cur)))
 	defer func() {
 		if r := recover(); r != nil { // pebble reports some I/O failures by panicking through our logger
 			err = fmt.Errorf("persist: %s: %v", s.store.Path(), r)
@@ -168,17 +180,16 @@ func (s *Snapshotter) saveLocked() (err error) {
 		}
 		s.lastDur.Store(int64(time.Since(start)))
 		if err != nil {
-			for _, r := range s.cur { // keep them for the next attempt
-				s.pending[r.Key] = r
-			}
-			s.cur = s.cur[:0]
+			// The feed no longer lists what this snapshot took: the next
+			// one writes every key.
+			s.fold = true
 			s.errors.Add(1)
 			// One line when snapshots start failing, one when they
 			// recover: not one per attempt.
 			if s.lastStatus.Swap(false) {
-				s.log.Error("snapshot failed; changes kept for the next one", "err", err, "pending", len(s.pending))
+				s.log.Error("snapshot failed; the next one writes every key", "err", err, "unwritten", s.unwritten.Load())
 			} else {
-				s.log.Debug("snapshot failed again", "err", err, "pending", len(s.pending))
+				s.log.Debug("snapshot failed again", "err", err, "unwritten", s.unwritten.Load())
 			}
 			return
 		}
@@ -193,14 +204,17 @@ func (s *Snapshotter) saveLocked() (err error) {
 		}
 		s.broken = false
 	}
-	// Sized from the last snapshot's bytes per record (a change's size
-	// varies little from one second to the next), with an eighth more.
-	b := s.store.NewBatchSized(int(s.perRecord*float64(len(s.pending)+len(s.cur))*9/8) + 1024)
-	if err := s.fill(b); err != nil {
-		b.Close()
-		return err
+	b := s.store.NewBatchSized(len(s.buf) + len(s.buf)/64 + 1024)
+	if fold || flushed {
+		if err := b.DeleteAll(); err != nil {
+			b.Close()
+			return err
+		}
 	}
-	n := b.Len()
+	n := b.Append(s.buf)
+	if !fold { // a fold's entries are not changes: the count stays
+		s.unwritten.Store(int64(n))
+	}
 	if s.position != nil {
 		if err := b.SetPosition(pos, posOK); err != nil {
 			b.Close()
@@ -211,179 +225,26 @@ func (s *Snapshotter) saveLocked() (err error) {
 	// ahead of the clock (engine/lease.go): a restart never issues one
 	// again.
 	hw := max(s.clk.Now(), s.e.TokenHigh())
-	size := b.Bytes() // (Commit lets go of the batch)
 	if err := s.store.Commit(b, hw, s.e.Store().Len()); err != nil {
 		s.broken = true
 		return err
 	}
 	s.lastOK.Store(hw / 1e9)
 	s.lastCount.Store(int64(n))
-	if n > 0 {
-		s.perRecord = float64(size) / float64(n)
-	}
 	s.unwritten.Store(0)
-	clear(s.pending)
-	clear(s.cur) // drop references to logs
-	s.cur = s.cur[:0]
-	s.flush = false
+	switch {
+	case fold:
+		s.sinceFold = 0
+	case flushed: // what the DeleteAll left: this snapshot's changes
+		s.sinceFold = int64(n)
+	default:
+		s.sinceFold += int64(n)
+	}
+	s.fold = false
+	if cap(s.buf) > 4*len(s.buf)+chunkSize {
+		s.buf = nil // a fold's buffer, or a burst's: not kept for the seconds after
+	}
 	return nil
-}
-
-// fill puts the pending and current changes into b, in key order, after
-// a DeleteAll if a FLUSHALL is to be written. The order is Pebble's: its
-// memtable is a skiplist, and an insert next to the previous one starts
-// its search from there, where one in hash order searches from the top,
-// a cache miss per level (at 100,000 keys a second, unsorted inserts
-// took 16% of the server's CPU; sorted, they take a fraction of it).
-// The sort is stable: a key's changes keep their order, pending before
-// current, deletion before a write that followed it.
-func (s *Snapshotter) fill(b *Batch) error {
-	if s.flush {
-		if err := b.DeleteAll(); err != nil {
-			return err
-		}
-	}
-	if len(s.pending) > 0 {
-		cur := make([]engine.Record, 0, len(s.pending)+len(s.cur))
-		for _, r := range s.pending {
-			cur = append(cur, r)
-		}
-		s.cur = append(cur, s.cur...)
-	}
-	order, scratch := keyOrder(s.cur, s.order[:0], s.scratch[:0])
-	s.order, s.scratch = order, scratch
-	for _, o := range order {
-		if err := b.Put(s.cur[o.i]); err != nil {
-			return err
-		}
-	}
-	clear(order) // drop references to keys, in both of keyOrder's buffers
-	clear(scratch[:min(len(order), cap(scratch))])
-	return nil
-}
-
-// keyOrder appends to order the records' keys and positions, sorted by
-// key, and for equal keys by position (a stable sort: a key's changes
-// keep their order). Moving (key, position) pairs costs less than moving
-// whole records. Keys mostly share a prefix ("user:"), so each pair
-// carries the 8 bytes after the batch's common prefix as an integer
-// (prefixWord): a batch of radixMin pairs or more is sorted by that word
-// with a stable radix sort (scratch is its second buffer), and only the
-// runs of equal words are sorted again by key. It returns order and
-// scratch, grown as needed.
-func keyOrder(recs []engine.Record, order, scratch []keyAt) ([]keyAt, []keyAt) {
-	cp := commonPrefix(recs)
-	for i := range recs {
-		order = append(order, keyAt{prefixWord(recs[i].Key, cp), recs[i].Key, int32(i)})
-	}
-	// The pairs are in position order, and every sort below is stable:
-	// equal keys keep it.
-	if len(order) < radixMin {
-		slices.SortStableFunc(order, compareKeyAt)
-		return order, scratch
-	}
-	order, scratch = radixByWord(order, scratch)
-	for i := 0; i < len(order); {
-		j := i + 1
-		for j < len(order) && order[j].word == order[i].word {
-			j++
-		}
-		if j-i > 1 {
-			slices.SortStableFunc(order[i:j], compareKeyAt)
-		}
-		i = j
-	}
-	return order, scratch
-}
-
-// compareKeyAt orders pairs by key: by word, then, for equal words, by
-// the whole keys.
-func compareKeyAt(a, b keyAt) int {
-	if a.word != b.word {
-		return cmp.Compare(a.word, b.word)
-	}
-	return strings.Compare(a.key, b.key)
-}
-
-// radixMin is the batch size from which keyOrder sorts by radix: below
-// it a comparison sort costs less than the radix sort's counting passes.
-const radixMin = 256
-
-// radixByWord sorts pairs by word, stably: a least-significant-digit
-// radix sort, a byte per pass, passes over a byte every pair shares
-// skipped (keys' words often agree in their high or low bytes). It
-// returns the sorted pairs and the other buffer, either of which may be
-// pairs' or scratch's.
-func radixByWord(pairs, scratch []keyAt) ([]keyAt, []keyAt) {
-	var counts [8][256]int
-	for _, p := range pairs {
-		w := p.word
-		for d := range 8 {
-			counts[d][byte(w>>(8*d))]++
-		}
-	}
-	if cap(scratch) < len(pairs) {
-		scratch = make([]keyAt, len(pairs))
-	}
-	src, dst := pairs, scratch[:len(pairs)]
-	for d := range 8 {
-		c := &counts[d]
-		if c[byte(src[0].word>>(8*d))] == len(src) {
-			continue // every pair has this byte
-		}
-		at := 0
-		for b := range c {
-			at, c[b] = at+c[b], at
-		}
-		for _, p := range src {
-			b := byte(p.word >> (8 * d))
-			dst[c[b]] = p
-			c[b]++
-		}
-		src, dst = dst, src
-	}
-	return src, dst
-}
-
-// keyAt is a change's key and its position in Snapshotter.cur, with the
-// key's sort word (prefixWord).
-type keyAt struct {
-	word uint64
-	key  string
-	i    int32
-}
-
-// commonPrefix is the length of the prefix every record's key shares.
-func commonPrefix(recs []engine.Record) int {
-	if len(recs) == 0 {
-		return 0
-	}
-	first := recs[0].Key
-	n := len(first)
-	for _, r := range recs[1:] {
-		n = min(n, len(r.Key))
-		i := 0
-		for i < n && r.Key[i] == first[i] {
-			i++
-		}
-		n = i
-	}
-	return n
-}
-
-// prefixWord is the 8 bytes of key after its first cp, big-endian, zeros
-// past its end: keys in byte order have their words in order (a key and
-// one that extends it with zeros share a word; strings.Compare tells
-// them apart).
-func prefixWord(key string, cp int) uint64 {
-	var w uint64
-	for i := range 8 {
-		w <<= 8
-		if j := cp + i; j < len(key) {
-			w |= uint64(key[j])
-		}
-	}
-	return w
 }
 
 // Run saves every interval until ctx is done.

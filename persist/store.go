@@ -1,8 +1,10 @@
 package persist
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"strconv"
@@ -14,29 +16,58 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// FormatVersion is the layout of the store; Open refuses any other.
-const FormatVersion = 1
+// FormatVersion is the layout of the store this package writes. Open
+// also takes a store of version 1 (one Pebble key per record), which the
+// first commit turns into version 2.
+const FormatVersion = 2
 
-// Layout: meta keys start with 0x00, records with 'k'.
+// Layout (docs/persistence.md, "Storage format"): meta keys start with
+// 0x00; a snapshot's entries are in segments, 's' then the snapshot's
+// sequence number and the chunk's index, big-endian, so that Pebble's
+// order is the order they were written in; a version 1 store's records
+// are under 'k' and the key.
 var (
 	metaFormat = []byte("\x00format")
 	metaClock  = []byte("\x00clock")
 	metaKeys   = []byte("\x00keys")
 	metaRepl   = []byte("\x00repl")
-	keyPrefix  = byte('k')
-	keysEnd    = []byte{'k' + 1}
+	keyPrefix  = byte('k') // version 1's records
+	segPrefix  = byte('s')
+	dataStart  = []byte{keyPrefix}
+	dataEnd    = []byte{segPrefix + 1}
 )
+
+// segKeyLen is a segment chunk's key: the prefix, the sequence number
+// (u64) and the chunk's index (u32).
+const segKeyLen = 1 + 8 + 4
+
+// chunkSize is the size at which a segment's chunk is closed and the
+// next begun: Pebble sees one value per chunk, not one per key.
+const chunkSize = 256 << 10
+
+// segKey is the key of chunk i of segment seq.
+func segKey(dst []byte, seq uint64, i uint32) []byte {
+	dst = append(dst[:0], segPrefix)
+	dst = binary.BigEndian.AppendUint64(dst, seq)
+	return binary.BigEndian.AppendUint32(dst, i)
+}
 
 // ErrFormat: the store was written by an unknown format version.
 var ErrFormat = errors.New("persist: unknown store format version")
 
-// Store is a Pebble database holding one record per key and the clock's
-// high-water mark.
+// Store is a Pebble database holding the snapshots' segments and the
+// clock's high-water mark.
 type Store struct {
 	db     *pebble.DB
 	path   string
 	opts   Options
 	closed bool // db is closed: by Close, or by a Reopen that failed
+	// format is the store's format version as found or last written.
+	format int
+	// next is the next snapshot's sequence number: above every segment
+	// in the store, and never used twice while the Store is open, even
+	// by a batch that failed.
+	next uint64
 }
 
 // Options for Open. FS defaults to the OS file system (tests pass an
@@ -84,7 +115,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 	}
-	s := &Store{db: db, path: o.Dir, opts: o}
+	s := &Store{db: db, path: o.Dir, opts: o, format: FormatVersion}
 	v, closer, err := db.Get(metaFormat)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound) && o.ReadOnly:
@@ -101,12 +132,34 @@ func Open(o Options) (*Store, error) {
 	default:
 		got := string(v)
 		closer.Close()
-		if got != strconv.Itoa(FormatVersion) {
+		if s.format, err = strconv.Atoi(got); err != nil || s.format < 1 || s.format > FormatVersion {
 			db.Close()
-			return nil, fmt.Errorf("%w %q in %s (this rlserver reads %d)", ErrFormat, got, o.Dir, FormatVersion)
+			return nil, fmt.Errorf("%w %q in %s (this rlserver reads 1 and %d)", ErrFormat, got, o.Dir, FormatVersion)
 		}
 	}
+	if s.next, err = lastSegment(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("persist: %s: find the last segment: %w", o.Dir, err)
+	}
+	s.next++
 	return s, nil
+}
+
+// lastSegment returns the highest sequence number of a segment in db,
+// 0 if there is none.
+func lastSegment(db *pebble.DB) (uint64, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{segPrefix}, UpperBound: dataEnd})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	if k := it.Key(); len(k) == segKeyLen {
+		return binary.BigEndian.Uint64(k[1:9]), nil
+	}
+	return 0, fmt.Errorf("segment key %q: %w", it.Key(), ErrCorrupt)
 }
 
 // Reopen closes and reopens the database: after Pebble refuses further
@@ -122,7 +175,7 @@ func (s *Store) Reopen() error {
 		s.closed = true // Close must not close it again (pebble panics)
 		return err
 	}
-	s.db, s.closed = n.db, false
+	s.db, s.closed, s.format, s.next = n.db, false, n.format, max(s.next, n.next)
 	return nil
 }
 
@@ -184,29 +237,67 @@ func (s *Store) Position() (p Position, ok bool, err error) {
 	return Position{ReplID: id, Offset: n}, true, nil
 }
 
-// Load decodes every record and passes it to fn, in key order. A record
-// that fails its checksum or has an unknown version stops the load with
-// an error naming the path and the key.
+// Load decodes every record and passes it to fn, in the order they were
+// written: a version 1 store's records, then each segment's entries. A
+// key may come several times, a deletion among them; its last record
+// holds. A chunk that fails its checksum, or a record that does not
+// decode, stops the load with an error naming the path and where.
 func (s *Store) Load(fn func(engine.Record)) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{keyPrefix}, UpperBound: keysEnd})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
 	if err != nil {
 		return fmt.Errorf("persist: %s: %w", s.path, err)
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
-		key := string(it.Key()[1:])
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return fmt.Errorf("persist: %s: read %q: %w", s.path, key, err)
+			return fmt.Errorf("persist: %s: read %q: %w", s.path, it.Key(), err)
 		}
-		r, err := DecodeRecord(key, v)
-		if err != nil {
-			return fmt.Errorf("%s: record %q: %w", s.path, key, err)
+		if k := it.Key(); k[0] == keyPrefix {
+			key := string(k[1:])
+			r, err := DecodeRecord(key, v)
+			if err != nil {
+				return fmt.Errorf("%s: record %q: %w", s.path, key, err)
+			}
+			fn(r)
+			continue
 		}
-		fn(r)
+		if err := loadChunk(it.Key(), v, fn); err != nil {
+			return fmt.Errorf("%s: %w", s.path, err)
+		}
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("persist: %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// loadChunk checks a segment chunk's checksum and passes fn each of its
+// records, in order. The checksum covers the chunk's key, so a chunk
+// found under another key is refused too.
+func loadChunk(key, v []byte, fn func(engine.Record)) error {
+	if len(key) != segKeyLen {
+		return fmt.Errorf("segment key %q: %w", key, ErrCorrupt)
+	}
+	where := fmt.Sprintf("segment %d chunk %d", binary.BigEndian.Uint64(key[1:9]), binary.BigEndian.Uint32(key[9:]))
+	if len(v) < 4 {
+		return fmt.Errorf("%s: %w", where, ErrCorrupt)
+	}
+	body := v[4:]
+	if crc32.Update(crc32.Checksum(key, crcTable), crcTable, body) != binary.LittleEndian.Uint32(v) {
+		return fmt.Errorf("%s: %w", where, ErrChecksum)
+	}
+	for len(body) > 0 {
+		k, rec, rest, ok := NextEntry(body)
+		if !ok {
+			return fmt.Errorf("%s: entry: %w", where, ErrCorrupt)
+		}
+		r, err := DecodeRecord(string(k), rec)
+		if err != nil {
+			return fmt.Errorf("%s: record %q: %w", where, k, err)
+		}
+		fn(r)
+		body = rest
 	}
 	return nil
 }
@@ -257,44 +348,87 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 	return held, expired, err
 }
 
-// Batch is one snapshot's writes.
+// Batch is one snapshot: its entries, written as one segment of chunks,
+// after a DeleteAll if it holds every key.
 type Batch struct {
-	b   *pebble.Batch
-	buf []byte
-	key []byte
+	b     *pebble.Batch
+	seq   uint64 // the segment's sequence number
+	chunk uint32 // the next chunk's index
+	open  []byte // entries not yet in a chunk
+	n     int    // entries
+	err   error  // the first error setting a chunk
+	key   []byte
 }
 
 // NewBatch starts a snapshot.
-func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewBatch()} }
+func (s *Store) NewBatch() *Batch { return s.NewBatchSized(0) }
 
 // NewBatchSized starts a snapshot expected to take about size bytes: a
 // batch grows by doubling, copying what it holds each time, which for a
 // snapshot of tens of MB (RL.LOG keys at their limit) cost a tenth of
 // the server's CPU.
 func (s *Store) NewBatchSized(size int) *Batch {
-	return &Batch{b: s.db.NewBatchWithSize(size)}
+	b := &Batch{b: s.db.NewBatchWithSize(size), seq: s.next}
+	s.next++
+	return b
 }
 
-// Bytes is the size of the batch's representation.
-func (b *Batch) Bytes() int { return b.b.Len() }
+// Bytes is the size of the batch's representation so far.
+func (b *Batch) Bytes() int { return b.b.Len() + len(b.open) }
 
-// DeleteAll drops every record (a FLUSHALL before the records that follow).
+// DeleteAll drops every record written before the batch: a FLUSHALL
+// before the records that follow, or a snapshot of every key.
 func (b *Batch) DeleteAll() error {
-	return b.b.DeleteRange([]byte{keyPrefix}, keysEnd, nil)
+	return b.b.DeleteRange(dataStart, segKey(nil, b.seq, 0), nil)
 }
 
-// Put writes r (a deletion when r.Kind is KindNone).
+// Put adds r's entry (a deletion when r.Kind is KindNone), its record
+// encoded by AppendRecord.
 func (b *Batch) Put(r engine.Record) error {
-	b.key = append(append(b.key[:0], keyPrefix), r.Key...)
-	if r.Kind == engine.KindNone {
-		return b.b.Delete(b.key, nil)
+	b.open = AppendEntry(b.open, r)
+	b.n++
+	if len(b.open) >= chunkSize {
+		b.setChunk(b.open, nil)
+		b.open = b.open[:0]
 	}
-	b.buf = AppendRecord(b.buf[:0], r)
-	return b.b.Set(b.key, b.buf, nil)
+	return b.err
 }
 
-// Len is the number of operations in the batch.
-func (b *Batch) Len() int { return int(b.b.Count()) }
+// Append adds entries, whole entries as this package appends them
+// (AppendStateEntry: an encoded feed's changes), and returns how many.
+func (b *Batch) Append(entries []byte) int {
+	n, from := 0, 0
+	for at := 0; at < len(entries); {
+		at = EntryEnd(entries, at)
+		n++
+		if len(b.open)+at-from >= chunkSize {
+			b.setChunk(b.open, entries[from:at])
+			b.open, from = b.open[:0], at
+		}
+	}
+	b.open = append(b.open, entries[from:]...)
+	b.n += n
+	return n
+}
+
+// setChunk writes the next chunk, a and b's entries after their
+// checksum, straight into the Pebble batch.
+func (b *Batch) setChunk(x, y []byte) {
+	b.key = segKey(b.key, b.seq, b.chunk)
+	b.chunk++
+	op := b.b.SetDeferred(len(b.key), 4+len(x)+len(y))
+	copy(op.Key, b.key)
+	copy(op.Value[4:], x)
+	copy(op.Value[4+len(x):], y)
+	sum := crc32.Update(crc32.Checksum(b.key, crcTable), crcTable, op.Value[4:])
+	binary.LittleEndian.PutUint32(op.Value, sum)
+	if err := op.Finish(); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+// Len is the number of entries in the batch.
+func (b *Batch) Len() int { return b.n }
 
 // Close discards an uncommitted batch.
 func (b *Batch) Close() { b.b.Close() }
@@ -309,9 +443,22 @@ func (b *Batch) SetPosition(p Position, ok bool) error {
 }
 
 // Commit writes the batch with the clock mark and the number of keys
-// held (for load progress), and syncs it.
+// held (for load progress), and syncs it. A version 1 store becomes
+// version 2 with it: its records stay, and load before the segments.
 func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
 	defer b.b.Close()
+	if len(b.open) > 0 {
+		b.setChunk(b.open, nil)
+		b.open = b.open[:0]
+	}
+	if b.err != nil {
+		return fmt.Errorf("persist: %s: %w", s.path, b.err)
+	}
+	if s.format != FormatVersion {
+		if err := b.b.Set(metaFormat, []byte(strconv.Itoa(FormatVersion)), nil); err != nil {
+			return err
+		}
+	}
 	if err := b.b.Set(metaClock, []byte(strconv.FormatInt(highWater, 10)), nil); err != nil {
 		return err
 	}
@@ -321,6 +468,7 @@ func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
 	if err := b.b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("persist: %s: commit: %w", s.path, err)
 	}
+	s.format = FormatVersion
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persist"
 	"github.com/stretchr/testify/require"
 )
 
@@ -68,14 +69,14 @@ func TestLoopedAppliesAnyChunking(t *testing.T) {
 	for i := range 6000 {
 		k := fmt.Sprintf("u%d", i)
 		unit = append(unit, k)
-		body = appendEntry(body, add(k))
+		body = persist.AppendEntry(body, add(k))
 	}
 	fw.entries(body, now)
 	require.Greater(t, len(body), 2*recordsFrameCut, "the unit takes several frames")
 	// One frame larger than the reader's buffer.
 	fw.open(frameRecords, now)
 	for i := range 12000 {
-		fw.buf = appendEntry(fw.buf, add(fmt.Sprintf("b%d", i)))
+		fw.buf = persist.AppendEntry(fw.buf, add(fmt.Sprintf("b%d", i)))
 	}
 	fw.close()
 	require.Greater(t, len(fw.buf), 3*minRead)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persist"
 	"github.com/stretchr/testify/require"
 )
 
@@ -144,7 +145,7 @@ func stoppedLinkAppliesNothing(t *testing.T, mode linkMode, how string) {
 		// then the 'r' that ends the unit, held. Neither half may
 		// be applied: the replica takes a unit whole or not at all.
 		fw.open(frameMore, t0+int64(time.Second))
-		fw.buf = appendEntry(fw.buf, engine.Record{Key: "k0", Kind: engine.KindFixed, Deadline: late.Deadline, A: late.A, B: late.B, C: late.C})
+		fw.buf = persist.AppendEntry(fw.buf, engine.Record{Key: "k0", Kind: engine.KindFixed, Deadline: late.Deadline, A: late.A, B: late.B, C: late.C})
 		fw.close()
 	}
 	fw.record(late, t0+int64(time.Second)) // decided after the sync, read but held

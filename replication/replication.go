@@ -191,7 +191,7 @@ func New(o Options) *Manager {
 		o.Writes = func(Writes) {}
 	}
 	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger,
-		feed:   o.Engine.NewEncodedFeed(appendStateEntry, feedHistory),
+		feed:   o.Engine.NewEncodedFeed(persist.AppendStateEntry, feedHistory),
 		replid: newReplID(), replid2: noReplID, second: -1}
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)

@@ -27,9 +27,10 @@ import (
 //	'e' sync end:   clock
 //
 // A record is persistence's codec: a key's whole state, or its deletion,
-// never a command. A full sync and a moved slot send persist.AppendRecord's
-// (appendEntry); the pump sends the engine's own layout, as the write
-// stored it (appendStateEntry, persist.RecordVersionState). Applying one
+// never a command, in persist's entries (persist.AppendEntry). A full sync
+// and a moved slot send persist.AppendRecord's; the pump sends the
+// engine's own layout, as the write stored it (persist.AppendStateEntry,
+// persist.RecordVersionState). Applying one
 // twice is harmless.
 // Offsets count the bytes of the stream; a full sync's frames ('s', the
 // records between, 'e') travel outside it and count nothing.
@@ -96,11 +97,11 @@ func (f *frameWriter) record(r engine.Record, now int64) {
 		f.close()
 		f.open(frameRecords, now)
 	}
-	f.buf = appendEntry(f.buf, r)
+	f.buf = persist.AppendEntry(f.buf, r)
 }
 
 // entries adds records frames (at now) holding the entries in body (each
-// made by appendEntry or appendStateEntry): as many whole entries per
+// made by persist.AppendEntry or persist.AppendStateEntry): as many whole entries per
 // frame as fit under recordsFrameCut (at least one). They are one unit:
 // every frame but the last is an 'm', so a replica applies all of them or
 // none (a write that spanned shards is in one pump, Engine's consistent
@@ -110,9 +111,9 @@ func (f *frameWriter) entries(body []byte, now int64) {
 	for len(body) > 0 {
 		n := len(body)
 		if n > recordsFrameCut {
-			n = entryEnd(body, 0) // at least one entry
+			n = persist.EntryEnd(body, 0) // at least one entry
 			for n < len(body) {
-				e := entryEnd(body, n)
+				e := persist.EntryEnd(body, n)
 				if e > recordsFrameCut {
 					break
 				}
@@ -128,44 +129,6 @@ func (f *frameWriter) entries(body []byte, now int64) {
 		f.close()
 		body = body[n:]
 	}
-}
-
-// entryEnd returns where the entry of a records frame that starts at
-// from in b ends. b holds whole entries (appendEntry's).
-func entryEnd(b []byte, from int) int {
-	n, k := binary.Uvarint(b[from:]) // the key
-	from += k + int(n)
-	n, k = binary.Uvarint(b[from:]) // the record
-	return from + k + int(n)
-}
-
-// appendEntry appends one entry of a records frame: the key's length,
-// the key, the record's length and the record (persist.AppendRecord).
-func appendEntry(dst []byte, r engine.Record) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(r.Key)))
-	dst = append(dst, r.Key...)
-	at := len(dst)
-	dst = append(dst, 0) // the record's length, a byte if it fits
-	dst = persist.AppendRecord(dst, r)
-	if n := len(dst) - at - 1; n < 0x80 {
-		dst[at] = byte(n)
-	} else {
-		rec := append([]byte(nil), dst[at+1:]...)
-		dst = binary.AppendUvarint(dst[:at], uint64(n))
-		dst = append(dst, rec...)
-	}
-	return dst
-}
-
-// appendStateEntry is appendEntry for a change as an encoded feed gives
-// it (engine.Encoder): the record is the state the write stored, in
-// persist's version 3, so a change kept by the write is copied, not
-// encoded again.
-func appendStateEntry(dst, key []byte, kind engine.Kind, state []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(key)))
-	dst = append(dst, key...)
-	dst = binary.AppendUvarint(dst, uint64(2+len(state)))
-	return persist.AppendStateRecord(dst, kind, state)
 }
 
 // frame is one decoded frame: its kind, the sender's clock, and, for a
@@ -208,23 +171,16 @@ func parseFrame(b []byte) (frame, int, error) {
 
 // records decodes a records frame's body, passing each record to fn.
 func (f frame) records(fn func(engine.Record) error) error {
-	b := f.body
-	for len(b) > 0 {
-		kl, k := binary.Uvarint(b)
-		if k <= 0 || kl > uint64(len(b)-k) {
+	for b := f.body; len(b) > 0; {
+		key, rec, rest, ok := persist.NextEntry(b)
+		if !ok {
 			return errFrame
 		}
-		key := string(b[k : k+int(kl)])
-		b = b[k+int(kl):]
-		rl, k := binary.Uvarint(b)
-		if k <= 0 || rl > uint64(len(b)-k) {
-			return errFrame
-		}
-		r, err := persist.DecodeRecord(key, b[k:k+int(rl)])
+		r, err := persist.DecodeRecord(string(key), rec)
 		if err != nil {
 			return fmt.Errorf("replication: record of %q: %w", key, err)
 		}
-		b = b[k+int(rl):]
+		b = rest
 		if err := fn(r); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persist"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +40,7 @@ func TestFramesRoundTrip(t *testing.T) {
 	fw.frame(frameFlush, 8)
 	var body []byte
 	for _, rec := range recs[1000:] {
-		body = appendEntry(body, rec)
+		body = persist.AppendEntry(body, rec)
 	}
 	fw.entries(body, 9)
 	fw.frame(frameHeartbeat, 10)
@@ -94,7 +95,7 @@ func FuzzFrames(f *testing.F) {
 	var body []byte
 	for i := range 3 {
 		r := engine.Record{Key: "m" + strconv.Itoa(i), Kind: engine.KindFixed, Deadline: 9e18, A: 1, B: 2}
-		body = appendEntry(body, r)
+		body = persist.AppendEntry(body, r)
 	}
 	fw = frameWriter{start: -1}
 	fw.entries(body, 7)
@@ -157,7 +158,7 @@ func TestStateRecordsArePinned(t *testing.T) {
 		{Key: "f", Kind: engine.KindNone},
 	}
 	e := engine.New(1)
-	feed := e.NewEncodedFeed(appendStateEntry, 1<<20)
+	feed := e.NewEncodedFeed(persist.AppendStateEntry, 1<<20)
 	for _, r := range recs {
 		e.Apply(r, dl-100e9)
 	}
@@ -193,14 +194,14 @@ func BenchmarkApplyRecords(b *testing.B) {
 		recs = append(recs, engine.Record{Key: "rl:bucket:" + strconv.Itoa(100000+i), Kind: engine.KindBucket, Deadline: now + 60e9, A: 100, B: int64(i) * 1e6, C: 7})
 	}
 	src := engine.New(1)
-	feed := src.NewEncodedFeed(appendStateEntry, 1<<20)
+	feed := src.NewEncodedFeed(persist.AppendStateEntry, 1<<20)
 	for _, r := range recs {
 		src.Apply(r, now)
 	}
 	state, _ := feed.Append(nil)
 	var persisted []byte
 	for _, r := range recs {
-		persisted = appendEntry(persisted, r)
+		persisted = persist.AppendEntry(persisted, r)
 	}
 	for _, tc := range []struct {
 		name string

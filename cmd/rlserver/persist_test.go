@@ -7,6 +7,7 @@ package main
 // compares replies byte for byte.
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -505,15 +506,16 @@ func TestPersistRefusesDamagedStore(t *testing.T) {
 		})
 		requireRefused(t, dir, "format")
 	})
-	t.Run("record checksum", func(t *testing.T) {
+	t.Run("segment checksum", func(t *testing.T) {
 		dir := damagedStore(t, func(db *pebble.DB) {
-			v, closer, err := db.Get([]byte("kfx"))
-			require.NoError(t, err, "the record of fx is not in the store")
-			b := append([]byte(nil), v...)
-			require.NoError(t, closer.Close())
+			it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte("s"), UpperBound: []byte("t")})
+			require.NoError(t, err)
+			require.True(t, it.First(), "no segment in the store")
+			k, b := bytes.Clone(it.Key()), bytes.Clone(it.Value())
+			require.NoError(t, it.Close())
 			require.Greater(t, len(b), 6)
-			b[2] ^= 0x01 // the deadline varint: still well-formed, checksum now wrong
-			require.NoError(t, db.Set([]byte("kfx"), b, pebble.Sync))
+			b[len(b)/2] ^= 0x01 // an entry's byte: the chunk's checksum is now wrong
+			require.NoError(t, db.Set(k, b, pebble.Sync))
 		})
 		requireRefused(t, dir, "checksum")
 	})
