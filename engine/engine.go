@@ -49,9 +49,14 @@ type options struct {
 	// hash replaces the key hash (tests that force tag collisions); nil
 	// is maphash with the engine's seed.
 	hash func([]byte) uint64
+	// feedScanShare: when at least one in feedScanShare of a shard's keys
+	// is listed by a feed, the feed's read passes over the shard's
+	// records in order instead of looking up each listed tag
+	// (Feed.takeLocked). 0 never does while the shard holds keys.
+	feedScanShare int
 }
 
-var defaultOptions = options{migrateAtOnce: 1024}
+var defaultOptions = options{migrateAtOnce: 1024, feedScanShare: 4}
 
 // New returns an engine with n shards; n is rounded up to a power of two
 // (at least 1, at most MaxShards).

@@ -243,10 +243,39 @@ func (f *Feed) takeLocked(s *shard, deleted func(string), written func(parsed)) 
 			deleted(k)
 		}
 	}
+	if len(fs.dirty) > 0 && len(fs.dirty)*s.opt.feedScanShare >= s.count {
+		f.scanLocked(s, written)
+	} else {
+		f.probeLocked(s, fs.dirty, written)
+	}
+	f.pending.Add(-fs.n)
+	fs.deleted, fs.dirty, fs.n, fs.flushed = nil, fs.dirty[:0], 0, false
+	return flushed
+}
+
+// scanLocked passes written each record listed in s, reading the
+// shard's records in the order they lie: when many of its keys are
+// listed, that costs less than a probe, and a cache miss, per tag.
+func (f *Feed) scanLocked(s *shard, written func(parsed)) {
+	for off := 0; off < len(s.data); {
+		p := parseRecord(s.data, off)
+		if p.hdr&(hdrDead|f.bit) == f.bit {
+			s.data[off] &^= f.bit
+			if written != nil {
+				written(p)
+			}
+		}
+		off = p.end
+	}
+}
+
+// probeLocked passes written each record listed in s under one of tags,
+// found through the key tables.
+func (f *Feed) probeLocked(s *shard, tags []uint32, written func(parsed)) {
 	large := max(len(s.slots), len(s.old)) >= prefetchMinSlots
-	for i, tag := range fs.dirty {
+	for i, tag := range tags {
 		if large && i%feedPrefetch == 0 {
-			f.sink += s.prefetchTags(fs.dirty[i:min(i+feedPrefetch, len(fs.dirty))])
+			f.sink += s.prefetchTags(tags[i:min(i+feedPrefetch, len(tags))])
 		}
 		// Every record of the tag's probe runs (in both tables while
 		// entries move) with this feed's dirty bit: the listed record
@@ -269,9 +298,6 @@ func (f *Feed) takeLocked(s *shard, deleted func(string), written func(parsed)) 
 			}
 		}
 	}
-	f.pending.Add(-fs.n)
-	fs.deleted, fs.dirty, fs.n, fs.flushed = nil, fs.dirty[:0], 0, false
-	return flushed
 }
 
 // Mute stops (on) or resumes (off) the feed. Muting drops what it has

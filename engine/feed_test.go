@@ -304,10 +304,13 @@ func TestEncodedFeedKeepsOverAForgetfulTable(t *testing.T) {
 // the encoded feed's bound never reached, reached now and then, and
 // always.
 func TestEncodedFeedReportsWhatNextDoes(t *testing.T) {
-	for _, max := range []int{1 << 20, 300, 0} {
-		t.Run(fmt.Sprint("max=", max), func(t *testing.T) {
+	for _, tc := range []struct{ max, scan int }{{1 << 20, 4}, {300, 4}, {0, 4}, {300, 0}, {300, 1 << 20}} {
+		max := tc.max
+		t.Run(fmt.Sprintf("max=%d/scan=%d", max, tc.scan), func(t *testing.T) {
 			now := int64(1e12)
-			e := New(4)
+			o := defaultOptions
+			o.feedScanShare = tc.scan
+			e := newEngine(4, o)
 			st := e.Store()
 			a, b := e.NewFeed(), e.NewEncodedFeed(encodeForTest, max)
 			viaNext, viaAppend := map[string]string{}, map[string]string{}
@@ -405,50 +408,59 @@ func TestEncodedFeedReportsWhatNextDoes(t *testing.T) {
 
 // TestFeedOverLargeTables: with tables past prefetchMinSlots (where the
 // feed brings its listed records into the cache ahead of reading them,
-// prefetchTags), a feed still reports each changed key once, with its
-// state when read, and each deletion.
+// prefetchTags) or reading every record in order (feedScanShare), a feed
+// still reports each changed key once, with its state when read, and
+// each deletion.
 func TestFeedOverLargeTables(t *testing.T) {
-	now := int64(1e12)
-	e := New(2)
-	st := e.Store()
-	f := e.NewFeed()
-	p := Params{Limit: 1000, Window: 1e12, Cost: 1}
-	for i := range 40_000 {
-		_, err := st.Limit(KindFixed, []byte(fmt.Sprintf("k%d", i)), p, now)
-		require.NoError(t, err)
+	// By default the first read passes over the records, the second looks
+	// each listed tag up; then each way for both.
+	for _, scan := range []int{defaultOptions.feedScanShare, 0, 1 << 20} {
+		t.Run(fmt.Sprint("scan=", scan), func(t *testing.T) {
+			now := int64(1e12)
+			o := defaultOptions
+			o.feedScanShare = scan
+			e := newEngine(2, o)
+			st := e.Store()
+			f := e.NewFeed()
+			p := Params{Limit: 1000, Window: 1e12, Cost: 1}
+			for i := range 40_000 {
+				_, err := st.Limit(KindFixed, []byte(fmt.Sprintf("k%d", i)), p, now)
+				require.NoError(t, err)
+			}
+			got, _ := drain(f)
+			require.Len(t, got, 40_000)
+			for _, s := range e.shards {
+				require.GreaterOrEqual(t, len(s.slots), prefetchMinSlots)
+			}
+			want := map[string]int{} // key -> count, -1 deleted
+			for i := range 9_000 {
+				k := fmt.Sprintf("k%d", i*7919%4_000) // each of 4,000 keys two or three times
+				if i%10 == 9 {
+					st.Delete([]byte(k), now)
+					want[k] = -1
+					continue
+				}
+				if want[k] < 0 {
+					continue // the deletion stays the last change
+				}
+				_, err := st.Limit(KindFixed, []byte(k), p, now)
+				require.NoError(t, err)
+				if want[k] == 0 {
+					want[k] = 1
+				}
+				want[k]++
+			}
+			var wantList []string
+			for k, n := range want {
+				if n < 0 {
+					wantList = append(wantList, "-"+k)
+				} else {
+					wantList = append(wantList, fmt.Sprintf("%s=%d", k, n))
+				}
+			}
+			sort.Strings(wantList)
+			got, _ = drain(f)
+			require.Equal(t, wantList, got)
+		})
 	}
-	got, _ := drain(f)
-	require.Len(t, got, 40_000)
-	for _, s := range e.shards {
-		require.GreaterOrEqual(t, len(s.slots), prefetchMinSlots)
-	}
-	want := map[string]int{} // key -> count, -1 deleted
-	for i := range 9_000 {
-		k := fmt.Sprintf("k%d", i*7919%4_000) // each of 4,000 keys two or three times
-		if i%10 == 9 {
-			st.Delete([]byte(k), now)
-			want[k] = -1
-			continue
-		}
-		if want[k] < 0 {
-			continue // the deletion stays the last change
-		}
-		_, err := st.Limit(KindFixed, []byte(k), p, now)
-		require.NoError(t, err)
-		if want[k] == 0 {
-			want[k] = 1
-		}
-		want[k]++
-	}
-	var wantList []string
-	for k, n := range want {
-		if n < 0 {
-			wantList = append(wantList, "-"+k)
-		} else {
-			wantList = append(wantList, fmt.Sprintf("%s=%d", k, n))
-		}
-	}
-	sort.Strings(wantList)
-	got, _ = drain(f)
-	require.Equal(t, wantList, got)
 }

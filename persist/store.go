@@ -68,7 +68,14 @@ type Store struct {
 	// in the store, and never used twice while the Store is open, even
 	// by a batch that failed.
 	next uint64
+	// spare is the last committed batch, reset: the next snapshot writes
+	// into its buffer, whose pages are mapped already, instead of a new
+	// one of megabytes (page faults were most of a chunk's copy).
+	spare *pebble.Batch
 }
+
+// maxSpareBatch bounds the buffer a spare batch keeps.
+const maxSpareBatch = 64 << 20
 
 // Options for Open. FS defaults to the OS file system (tests pass an
 // in-memory or error-injecting one).
@@ -176,6 +183,7 @@ func (s *Store) Reopen() error {
 		return err
 	}
 	s.db, s.closed, s.format, s.next = n.db, false, n.format, max(s.next, n.next)
+	s.spare = nil // the old database's
 	return nil
 }
 
@@ -368,7 +376,11 @@ func (s *Store) NewBatch() *Batch { return s.NewBatchSized(0) }
 // snapshot of tens of MB (RL.LOG keys at their limit) cost a tenth of
 // the server's CPU.
 func (s *Store) NewBatchSized(size int) *Batch {
-	b := &Batch{b: s.db.NewBatchWithSize(size), seq: s.next}
+	b := &Batch{b: s.spare, seq: s.next}
+	s.spare = nil
+	if b.b == nil {
+		b.b = s.db.NewBatchWithSize(size, pebble.WithMaxRetainedSizeBytes(maxSpareBatch))
+	}
 	s.next++
 	return b
 }
@@ -446,7 +458,15 @@ func (b *Batch) SetPosition(p Position, ok bool) error {
 // held (for load progress), and syncs it. A version 1 store becomes
 // version 2 with it: its records stay, and load before the segments.
 func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
-	defer b.b.Close()
+	committed := false
+	defer func() { // also when Pebble panics (pebbleLogger.Fatalf)
+		if !committed {
+			b.b.Close()
+			return
+		}
+		b.b.Reset() // a batch too large to keep lets go of its buffer here
+		s.spare = b.b
+	}()
 	if len(b.open) > 0 {
 		b.setChunk(b.open, nil)
 		b.open = b.open[:0]
@@ -468,6 +488,7 @@ func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
 	if err := b.b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("persist: %s: commit: %w", s.path, err)
 	}
+	committed = true
 	s.format = FormatVersion
 	return nil
 }
