@@ -174,6 +174,18 @@ func (f *Feed) Next(fn func(Record)) (flushed bool) {
 // the previous call: the receiver must drop everything it holds before
 // applying what follows.
 func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
+	return f.AppendDump(dst, 0, 0, 0)
+}
+
+// AppendDump is Append, except that each shard numbered from from to
+// to-1 (of Engine.Shards) appends, after its kept changes and listed
+// deletions, the record of every key live at now instead of its listed
+// writes, which it drops: the dump holds them, and the feed reports
+// what changes after it. A receiver may hold a key from an earlier read
+// that the dump does not name: the deletions tell it. Every shard is read under
+// the engine's cut, so what one call appends is a consistent cut: a
+// write over several shards is wholly in it or wholly after it.
+func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flushed bool) {
 	if f.enc == nil {
 		panic("engine: Append on a feed without an Encoder (Next reads it)")
 	}
@@ -189,36 +201,16 @@ func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 		s.mu.Lock()
 		fs = &s.feeds[f.i]
 		if len(fs.out) > 0 { // else nothing was kept: no tag to forget
-			dst = append(dst, fs.out...)
+			dst = append(dst, fs.out...) // (deletions among them: a dump would not name the keys)
 			fs.out = fs.out[:0]
 			clear(fs.kept[:])
 		}
-		flushed = f.takeLocked(s, deleted, written) || flushed
-		s.mu.Unlock()
-	}
-	return dst, flushed
-}
-
-// Dump appends to dst the record of every live key at now, encoded by
-// an encoded feed's Encoder, and drops every change the feed had listed:
-// the dump holds them all, and the feed reports what changes after it.
-// It reads the shards under the engine's cut, so the dump is a
-// consistent cut (Engine.cut), each shard locked only while its records
-// are copied.
-func (f *Feed) Dump(now int64, dst []byte) []byte {
-	if f.enc == nil {
-		panic("engine: Dump on a feed without an Encoder")
-	}
-	f.e.cut.Lock()
-	defer f.e.cut.Unlock()
-	for _, s := range f.e.shards {
-		s.mu.Lock()
-		fs := &s.feeds[f.i]
-		fs.out = fs.out[:0]
-		if fs.kept != nil {
-			clear(fs.kept[:])
+		if i < from || i >= to {
+			flushed = f.takeLocked(s, deleted, written) || flushed
+			s.mu.Unlock()
+			continue
 		}
-		f.takeLocked(s, nil, nil)
+		flushed = f.takeLocked(s, deleted, nil) || flushed
 		for off := 0; off < len(s.data); {
 			p := parseRecord(s.data, off)
 			if p.hdr&hdrDead == 0 && p.e.alive(now) {
@@ -228,7 +220,7 @@ func (f *Feed) Dump(now int64, dst []byte) []byte {
 		}
 		s.mu.Unlock()
 	}
-	return dst
+	return dst, flushed
 }
 
 // takeLocked empties the feed's list in shard s, clearing its dirty bits,

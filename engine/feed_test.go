@@ -302,11 +302,14 @@ func TestEncodedFeedKeepsOverAForgetfulTable(t *testing.T) {
 // its own, leave the same keyspaces after every read: writes of every
 // kind, logs included (some past maxEncoded), deletions and flushes, with
 // the encoded feed's bound never reached, reached now and then, and
-// always.
+// always, and with reads that dump random shards (AppendDump).
 func TestEncodedFeedReportsWhatNextDoes(t *testing.T) {
-	for _, tc := range []struct{ max, scan int }{{1 << 20, 4}, {300, 4}, {0, 4}, {300, 0}, {300, 1 << 20}} {
+	for _, tc := range []struct {
+		max, scan int
+		dump      bool // reads dump random shards (AppendDump)
+	}{{1 << 20, 4, false}, {300, 4, false}, {0, 4, false}, {300, 0, false}, {300, 1 << 20, false}, {300, 4, true}, {0, 4, true}} {
 		max := tc.max
-		t.Run(fmt.Sprintf("max=%d/scan=%d", max, tc.scan), func(t *testing.T) {
+		t.Run(fmt.Sprintf("max=%d/scan=%d/dump=%v", max, tc.scan, tc.dump), func(t *testing.T) {
 			now := int64(1e12)
 			o := defaultOptions
 			o.feedScanShare = tc.scan
@@ -383,8 +386,17 @@ func TestEncodedFeedReportsWhatNextDoes(t *testing.T) {
 					viaNext[r.Key] = fmt.Sprintf("%+v", r)
 				}
 				pending := b.Pending()
-				lines, flushed := appended(b)
-				require.Equal(t, pending, len(lines), "Pending counts what Append reports")
+				var lines []string
+				var flushed bool
+				if tc.dump {
+					from := r.IntN(e.Shards() + 1)
+					out, fl := b.AppendDump(nil, 0, from, from+r.IntN(e.Shards()+1-from))
+					lines, flushed = strings.Split(string(out), "\n"), fl
+					lines = lines[:len(lines)-1]
+				} else {
+					lines, flushed = appended(b)
+					require.Equal(t, pending, len(lines), "Pending counts what Append reports")
+				}
 				if flushed {
 					clear(viaAppend)
 				}

@@ -18,9 +18,10 @@ const (
 	RecordVersionLog = 2 // the log's entries as deltas (appendLog)
 	// RecordVersionState is the engine's own layout of a state
 	// (AppendStateRecord): what replication's stream carries for a change
-	// as the write made it. It is never stored: it has no checksum, and
-	// it changes with the engine's layout, which a change must give a new
-	// version.
+	// as the write made it, and what snapshots store. It has no checksum
+	// (a snapshot's chunk has one). It changes with the engine's layout,
+	// which a change must give a new version, keeping this one's decoder
+	// for the stores that hold it (engine's TestStateRecordsArePinned).
 	RecordVersionState = 3
 )
 

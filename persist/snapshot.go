@@ -33,11 +33,12 @@ type Snapshotter struct {
 	mu  sync.Mutex // one snapshot at a time; guards the fields below
 	buf []byte     // this snapshot's entries (reused)
 	// fold: the next snapshot writes every key and drops every older
-	// segment (foldDue). Set at the start and after a failed snapshot,
-	// whose changes the feed no longer lists.
+	// segment. Set after a failed snapshot, whose changes the feed no
+	// longer lists.
 	fold bool
-	// sinceFold counts the entries written since the last snapshot of
-	// every key.
+	// round is a fold in steps under way (foldDue).
+	round foldRound
+	// sinceFold counts the entries written since the last fold ended.
 	sinceFold int64
 	// position, if set, reports the replication position to store with
 	// each snapshot (SetPosition).
@@ -59,13 +60,12 @@ type Snapshotter struct {
 }
 
 // NewSnapshotter returns a snapshotter reading e's changes through a feed
-// of its own (engine.NewEncodedFeed), from now on. Its first snapshot
-// writes every key.
+// of its own (engine.NewEncodedFeed), from now on.
 func NewSnapshotter(e *engine.Engine, st *Store, clk clock.Clock, log *slog.Logger) *Snapshotter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Snapshotter{e: e, feed: e.NewEncodedFeed(AppendStateEntry, 0), store: st, clk: clk, log: log, fold: true}
+	s := &Snapshotter{e: e, feed: e.NewEncodedFeed(AppendStateEntry, 0), store: st, clk: clk, log: log}
 	s.lastStatus.Store(true)
 	s.lastOK.Store(clk.Now() / 1e9)
 	return s
@@ -141,19 +141,38 @@ func (s *Snapshotter) Stop() {
 // Folding: a snapshot writes one segment of what changed, so the store
 // grows with every snapshot, and a load reads every segment. When the
 // entries written since the last fold exceed foldRatio times the keys
-// held (or foldMin, for a small keyspace), a snapshot writes every key
-// instead, with a deletion of every older segment, in the same batch.
-// Each entry written then costs at most 1/foldRatio of an entry more,
-// so a snapshot's cost still follows the changes, and the store holds
-// and a load reads at most foldRatio+1 entries a key.
+// held (or foldMin, for a small keyspace), the snapshots fold: each of
+// the next foldSteps writes, besides its changes, every key of the next
+// 1/foldSteps of the shards (engine.Feed.AppendDump), and the last one
+// drops every segment older than the first one's. Each entry written
+// then costs at most 1/foldRatio of an entry more, so a snapshot's cost
+// still follows the changes, and the store holds at most about
+// foldRatio+1 entries a key. In steps, a fold holds a shard's lock (and
+// the engine's cut, which writes over several shards wait for) while
+// that shard alone is copied, not the whole keyspace at once.
+//
+// Why dropping the older segments is safe: every snapshot is one
+// consistent cut; a shard dumped in the round holds, from its dump on,
+// every live key of that shard, and its later changes follow in later
+// segments. So the segments from the round's first on hold every key's
+// last state.
 const (
 	foldRatio = 2
 	foldMin   = 1 << 14
+	foldSteps = 16
 )
 
-// foldDue says whether the next snapshot is to write every key.
+// foldRound is a fold in steps: the segment it started at (0 before its
+// first snapshot is written) and the first shard not dumped yet.
+type foldRound struct {
+	on    bool
+	start uint64
+	next  int
+}
+
+// foldDue says whether a fold is under way or is to start.
 func (s *Snapshotter) foldDue() bool {
-	return s.fold || s.sinceFold > foldRatio*max(int64(s.e.Store().Len()), foldMin)
+	return s.round.on || s.sinceFold > foldRatio*max(int64(s.e.Store().Len()), foldMin)
 }
 
 func (s *Snapshotter) saveLocked() (err error) {
@@ -165,14 +184,21 @@ func (s *Snapshotter) saveLocked() (err error) {
 	if s.position != nil {
 		pos, posOK = s.position()
 	}
-	// Take this round's changes, encoded, in the order they were made, or
-	// every key when folding.
-	fold, flushed := s.foldDue(), false
-	if fold {
-		s.buf = s.feed.Dump(s.clk.Now(), s.buf[:0])
-	} else {
-		s.buf, flushed = s.feed.Append(s.buf[:0])
+	// Take this round's changes, encoded, in the order they were made,
+	// and every key of the shards a fold dumps now (dump [from, to)).
+	shards := s.e.Shards()
+	from, to := 0, 0
+	switch {
+	case s.fold:
+		from, to = 0, shards
+	case s.foldDue():
+		s.round.on = true
+		from = s.round.next
+		to = min(shards, from+(shards+foldSteps-1)/foldSteps)
 	}
+	folded := to == shards // this snapshot ends a fold
+	var flushed bool
+	s.buf, flushed = s.feed.AppendDump(s.buf[:0], s.clk.Now(), from, to)
 	defer func() {
 		if r := recover(); r != nil { // pebble reports some I/O failures by panicking through our logger
 			err = fmt.Errorf("persist: %s: %v", s.store.Path(), r)
@@ -205,16 +231,22 @@ func (s *Snapshotter) saveLocked() (err error) {
 		s.broken = false
 	}
 	b := s.store.NewBatchSized(len(s.buf) + len(s.buf)/64 + 1024)
-	if fold || flushed {
-		if err := b.DeleteAll(); err != nil {
-			b.Close()
-			return err
-		}
+	if s.round.on && s.round.start == 0 {
+		s.round.start = b.Seq()
+	}
+	var del error
+	switch {
+	case flushed || s.fold:
+		del = b.DeleteAll()
+	case folded:
+		del = b.DeleteBefore(s.round.start)
+	}
+	if del != nil {
+		b.Close()
+		return del
 	}
 	n := b.Append(s.buf)
-	if !fold { // a fold's entries are not changes: the count stays
-		s.unwritten.Store(int64(n))
-	}
+	s.unwritten.Store(int64(n))
 	if s.position != nil {
 		if err := b.SetPosition(pos, posOK); err != nil {
 			b.Close()
@@ -233,12 +265,13 @@ func (s *Snapshotter) saveLocked() (err error) {
 	s.lastCount.Store(int64(n))
 	s.unwritten.Store(0)
 	switch {
-	case fold:
-		s.sinceFold = 0
-	case flushed: // what the DeleteAll left: this snapshot's changes
-		s.sinceFold = int64(n)
+	case flushed: // what the deletion left: this snapshot
+		s.sinceFold, s.round = int64(n), foldRound{}
+	case folded:
+		s.sinceFold, s.round = 0, foldRound{}
 	default:
 		s.sinceFold += int64(n)
+		s.round.next = to
 	}
 	s.fold = false
 	if cap(s.buf) > 4*len(s.buf)+chunkSize {

@@ -390,9 +390,16 @@ func (b *Batch) Bytes() int { return b.b.Len() + len(b.open) }
 
 // DeleteAll drops every record written before the batch: a FLUSHALL
 // before the records that follow, or a snapshot of every key.
-func (b *Batch) DeleteAll() error {
-	return b.b.DeleteRange(dataStart, segKey(nil, b.seq, 0), nil)
+func (b *Batch) DeleteAll() error { return b.DeleteBefore(b.seq) }
+
+// DeleteBefore drops every record written before segment seq: a version
+// 1 store's and every older segment's.
+func (b *Batch) DeleteBefore(seq uint64) error {
+	return b.b.DeleteRange(dataStart, segKey(nil, seq, 0), nil)
 }
+
+// Seq is the batch's segment sequence number.
+func (b *Batch) Seq() uint64 { return b.seq }
 
 // Put adds r's entry (a deletion when r.Kind is KindNone), its record
 // encoded by AppendRecord.
