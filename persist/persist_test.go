@@ -413,9 +413,10 @@ func TestSnapshotsFold(t *testing.T) {
 	e := engine.New(4)
 	clk := clock.NewManual(t0)
 	snap := NewSnapshotter(e, st, clk, nil)
+	snap.stepKeys = 100 // a fold in four steps, a shard each
 	const keys, saves = 1000, 120
 	r := rand.New(rand.NewPCG(3, 4))
-	folds, peak := 0, 0
+	folds, steps, peak := 0, 0, 0
 	for i := range saves {
 		now := t0 + int64(i)*1e6
 		for k := range keys {
@@ -436,6 +437,9 @@ func TestSnapshotsFold(t *testing.T) {
 		if step && !snap.round.on {
 			folds++
 		}
+		if snap.round.on {
+			steps++
+		}
 		require.NoError(t, st.Close())
 		entries := 0
 		st = openMem(t, fs)
@@ -449,6 +453,7 @@ func TestSnapshotsFold(t *testing.T) {
 	}
 	require.NoError(t, st.Close())
 	require.GreaterOrEqual(t, folds, 2, "the snapshots folded")
+	require.Equal(t, 3*folds, steps, "each fold in four steps")
 	require.LessOrEqual(t, peak, foldRatio*foldMin+(e.Shards()+2)*keys*2, "entries in the store at most")
 }
 

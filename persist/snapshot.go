@@ -40,6 +40,8 @@ type Snapshotter struct {
 	round foldRound
 	// sinceFold counts the entries written since the last fold ended.
 	sinceFold int64
+	// stepKeys is foldStepKeys (tests choose fewer, for more steps).
+	stepKeys int
 	// position, if set, reports the replication position to store with
 	// each snapshot (SetPosition).
 	position func() (Position, bool)
@@ -65,7 +67,7 @@ func NewSnapshotter(e *engine.Engine, st *Store, clk clock.Clock, log *slog.Logg
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Snapshotter{e: e, feed: e.NewEncodedFeed(AppendStateEntry, 0), store: st, clk: clk, log: log}
+	s := &Snapshotter{e: e, feed: e.NewEncodedFeed(AppendStateEntry, 0), store: st, clk: clk, log: log, stepKeys: foldStepKeys}
 	s.lastStatus.Store(true)
 	s.lastOK.Store(clk.Now() / 1e9)
 	return s
@@ -142,24 +144,27 @@ func (s *Snapshotter) Stop() {
 // grows with every snapshot, and a load reads every segment. When the
 // entries written since the last fold exceed foldRatio times the keys
 // held (or foldMin, for a small keyspace), the snapshots fold: each of
-// the next foldSteps writes, besides its changes, every key of the next
-// 1/foldSteps of the shards (engine.Feed.AppendDump), and the last one
-// drops every segment older than the first one's. Each entry written
-// then costs at most 1/foldRatio of an entry more, so a snapshot's cost
-// still follows the changes, and the store holds at most about
-// foldRatio+1 entries a key. In steps, a fold holds a shard's lock (and
-// the engine's cut, which writes over several shards wait for) while
-// that shard alone is copied, not the whole keyspace at once.
+// the next few writes, besides its changes, every key of the next
+// shards, about foldStepKeys keys (at least a shard), and the one that
+// reaches the last shard drops every segment older than the first
+// step's (engine.Feed.AppendDump). Each entry written costs at most
+// 1/foldRatio of an entry more, so a snapshot's cost still follows the
+// changes, and the store holds at most about foldRatio+1 entries a key.
+// In steps, a fold holds a shard's lock (and the engine's cut, which
+// writes over several shards wait for) while that shard alone is
+// copied, not the whole keyspace at once; in as few steps as that
+// allows, the segments it drops mostly die in Pebble's memtable, before
+// a flush writes them and a compaction reads them again.
 //
 // Why dropping the older segments is safe: every snapshot is one
 // consistent cut; a shard dumped in the round holds, from its dump on,
-// every live key of that shard, and its later changes follow in later
-// segments. So the segments from the round's first on hold every key's
-// last state.
+// every live key of that shard (and its deletions before, for the keys
+// of earlier segments), and its later changes follow in later segments.
+// So the segments from the round's first on hold every key's last state.
 const (
-	foldRatio = 2
-	foldMin   = 1 << 14
-	foldSteps = 16
+	foldRatio    = 2
+	foldMin      = 1 << 14
+	foldStepKeys = 1 << 16
 )
 
 // foldRound is a fold in steps: the segment it started at (0 before its
@@ -193,8 +198,9 @@ func (s *Snapshotter) saveLocked() (err error) {
 		from, to = 0, shards
 	case s.foldDue():
 		s.round.on = true
+		steps := min(shards, max(1, s.e.Store().Len()/s.stepKeys))
 		from = s.round.next
-		to = min(shards, from+(shards+foldSteps-1)/foldSteps)
+		to = min(shards, from+(shards+steps-1)/steps)
 	}
 	folded := to == shards // this snapshot ends a fold
 	var flushed bool
