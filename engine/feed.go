@@ -182,9 +182,9 @@ func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 // deletions, the record of every key live at now instead of its listed
 // writes, which it drops: the dump holds them, and the feed reports
 // what changes after it. A receiver may hold a key from an earlier read
-// that the dump does not name: the deletions tell it. Every shard is read under
-// the engine's cut, so what one call appends is a consistent cut: a
-// write over several shards is wholly in it or wholly after it.
+// that the dump does not name: the deletions tell it. Every shard is
+// read under the engine's cut, so what one call appends is a consistent
+// cut: a write over several shards is wholly in it or wholly after it.
 func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flushed bool) {
 	if f.enc == nil {
 		panic("engine: Append on a feed without an Encoder (Next reads it)")
@@ -207,16 +207,9 @@ func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flus
 		}
 		if i < from || i >= to {
 			flushed = f.takeLocked(s, deleted, written) || flushed
-			s.mu.Unlock()
-			continue
-		}
-		flushed = f.takeLocked(s, deleted, nil) || flushed
-		for off := 0; off < len(s.data); {
-			p := parseRecord(s.data, off)
-			if p.hdr&hdrDead == 0 && p.e.alive(now) {
-				dst = fs.appendWritten(dst, p)
-			}
-			off = p.end
+		} else {
+			flushed = f.takeLocked(s, deleted, nil) || flushed
+			s.liveLocked(now, written)
 		}
 		s.mu.Unlock()
 	}

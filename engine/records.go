@@ -80,6 +80,18 @@ func fillRecord(r *Record, p parsed) {
 	}
 }
 
+// liveLocked passes fn every live key's record in s at now, parsed in
+// place, in the order the records lie. s.mu must be held.
+func (s *shard) liveLocked(now int64, fn func(parsed)) {
+	for off := 0; off < len(s.data); {
+		p := parseRecord(s.data, off)
+		if p.hdr&hdrDead == 0 && p.e.alive(now) {
+			fn(p)
+		}
+		off = p.end
+	}
+}
+
 // Dump passes fn the record of every live key (a full snapshot or a full
 // resynchronisation), shard by shard.
 func (e *Engine) Dump(now int64, fn func(Record)) {
@@ -89,13 +101,7 @@ func (e *Engine) Dump(now int64, fn func(Record)) {
 	for _, s := range e.shards {
 		recs = recs[:0]
 		s.mu.Lock()
-		for off := 0; off < len(s.data); {
-			p := parseRecord(s.data, off)
-			if p.hdr&hdrDead == 0 && p.e.alive(now) {
-				recs = append(recs, recordOf(p))
-			}
-			off = p.end
-		}
+		s.liveLocked(now, func(p parsed) { recs = append(recs, recordOf(p)) })
 		s.mu.Unlock()
 		for _, r := range recs {
 			fn(r)
@@ -153,13 +159,11 @@ func (e *Engine) Take(now int64, match func(key []byte) bool) []Record {
 	var out []Record
 	for _, s := range e.shards {
 		s.mu.Lock()
-		for off := 0; off < len(s.data); {
-			p := parseRecord(s.data, off)
-			if p.hdr&hdrDead == 0 && p.e.alive(now) && match(p.key) {
+		s.liveLocked(now, func(p parsed) {
+			if match(p.key) {
 				out = append(out, recordOf(p))
 			}
-			off = p.end
-		}
+		})
 		s.mu.Unlock()
 	}
 	for _, r := range out {

@@ -12,13 +12,7 @@ func (st Store) ScanShard(i int, now int64, fn func(KeyInfo)) {
 	s := st.e.shards[i]
 	st.lock(s)
 	defer st.unlock(s)
-	for off := 0; off < len(s.data); {
-		p := parseRecord(s.data, off)
-		if p.hdr&hdrDead == 0 && p.e.alive(now) {
-			fn(KeyInfo{Key: string(p.key), Kind: p.e.kind})
-		}
-		off = p.end
-	}
+	s.liveLocked(now, func(p parsed) { fn(KeyInfo{Key: string(p.key), Kind: p.e.kind}) })
 }
 
 // ScanPosBits is how many low bits of a ScanSlots position are used.

@@ -385,9 +385,6 @@ func (s *Store) NewBatchSized(size int) *Batch {
 	return b
 }
 
-// Bytes is the size of the batch's representation so far.
-func (b *Batch) Bytes() int { return b.b.Len() + len(b.open) }
-
 // DeleteAll drops every record written before the batch: a FLUSHALL
 // before the records that follow, or a snapshot of every key.
 func (b *Batch) DeleteAll() error { return b.DeleteBefore(b.seq) }
