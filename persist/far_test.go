@@ -14,7 +14,9 @@ import (
 // past the ns deadlines (docs/cl-throttle.md §6.4) keep it exactly across
 // a snapshot and a restart, and a record as rlserver wrote it before (the
 // deadline capped, B 0) still loads, with the expiry it had.
-func TestFarExpiriesSurviveAReload(t *testing.T) {
+func TestFarExpiriesSurviveAReload(t *testing.T) { bothWays(t, testFarExpiriesSurviveAReload) }
+
+func testFarExpiriesSurviveAReload(t *testing.T) {
 	const capped = math.MaxInt64 - 1 // the deadline every ns deadline was capped at
 	nowMs := t0 / 1_000_000
 	fs := vfs.NewMem()

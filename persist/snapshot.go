@@ -240,16 +240,11 @@ func (s *Snapshotter) saveLocked() (err error) {
 	if s.round.on && s.round.start == 0 {
 		s.round.start = b.Seq()
 	}
-	var del error
 	switch {
 	case flushed || s.fold:
-		del = b.DeleteAll()
+		b.DeleteAll()
 	case folded:
-		del = b.DeleteBefore(s.round.start)
-	}
-	if del != nil {
-		b.Close()
-		return del
+		b.DeleteBefore(s.round.start)
 	}
 	n := b.Append(s.buf)
 	s.unwritten.Store(int64(n))

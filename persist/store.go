@@ -1,17 +1,21 @@
 package persist
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rlserver/rlserver/engine"
 )
@@ -31,6 +35,7 @@ var (
 	metaClock  = []byte("\x00clock")
 	metaKeys   = []byte("\x00keys")
 	metaRepl   = []byte("\x00repl")
+	metaLive   = []byte("\x00live")
 	keyPrefix  = byte('k') // version 1's records
 	segPrefix  = byte('s')
 	dataStart  = []byte{keyPrefix}
@@ -44,6 +49,16 @@ const segKeyLen = 1 + 8 + 4
 // chunkSize is the size at which a segment's chunk is closed and the
 // next begun: Pebble sees one value per chunk, not one per key.
 const chunkSize = 256 << 10
+
+// ingestMin is the size from which a segment is written as a table of
+// its own and ingested, not committed in a batch. A batch's bytes are
+// written twice (the write-ahead log, then a flush), copied into the
+// memtable, and compacted down the levels; an ingested table is written
+// once, lands in the last level (its keys are above every other
+// segment's), and is dropped whole when a fold or a FLUSHALL lets it go.
+// Below this size the files would be many and small. A variable for
+// the tests, which run both ways.
+var ingestMin = 1 << 20
 
 // segKey is the key of chunk i of segment seq.
 func segKey(dst []byte, seq uint64, i uint32) []byte {
@@ -68,11 +83,31 @@ type Store struct {
 	// in the store, and never used twice while the Store is open, even
 	// by a batch that failed.
 	next uint64
+	// first and last are the live segments, as the last commit recorded
+	// them (metaLive): a load reads no other. A segment below first was
+	// dropped by a fold or a FLUSHALL, and is removed after the commit
+	// that let it go; one above last was ingested by a snapshot whose
+	// commit never came. first is 0 while a version 1 store's records
+	// are live; last is maxSeq when the store records no range (written
+	// before it did: every segment is live).
+	first, last uint64
 	// spare is the last committed batch, reset: the next snapshot writes
 	// into its buffer, whose pages are mapped already, instead of a new
 	// one of megabytes (page faults were most of a chunk's copy).
-	spare *pebble.Batch
+	spare     *pebble.Batch
+	ingestMin int // the package's ingestMin when opened
+	// table is how a segment's table is written: the database's table
+	// format and the last level's options.
+	table sstable.WriterOptions
+	fs    vfs.FS
 }
+
+// maxSeq stands for "no upper bound" in Store.last.
+const maxSeq = ^uint64(0)
+
+// tmpSuffix ends the name of a segment's table while it is written,
+// before Pebble ingests it; Open removes any left by a crash.
+const tmpSuffix = ".segment.tmp"
 
 // maxSpareBatch bounds the buffer a spare batch keeps.
 const maxSpareBatch = 64 << 20
@@ -115,6 +150,11 @@ func Open(o Options) (*Store, error) {
 	}
 	opts := &pebble.Options{FS: fs, Logger: pebbleLogger{o.Logger}, MemTableSize: 64 << 20,
 		ReadOnly: o.ReadOnly, ErrorIfNotExists: o.ReadOnly}
+	if !o.ReadOnly {
+		// Removing dropped segments' tables (DB.Excise) needs virtual
+		// tables. An older store is moved up to it; Pebble never moves down.
+		opts.FormatMajorVersion = pebble.FormatVirtualSSTables
+	}
 	db, err := pebble.Open(o.Dir, opts)
 	if errors.Is(err, pebble.ErrDBDoesNotExist) {
 		return nil, fmt.Errorf("%w in %s", ErrNoStore, o.Dir)
@@ -122,7 +162,9 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 	}
-	s := &Store{db: db, path: o.Dir, opts: o, format: FormatVersion}
+	s := &Store{db: db, path: o.Dir, opts: o, format: FormatVersion, last: maxSeq, ingestMin: ingestMin, fs: fs}
+	opts.EnsureDefaults()
+	s.table = opts.MakeWriterOptions(len(opts.Levels)-1, db.TableFormat())
 	v, closer, err := db.Get(metaFormat)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound) && o.ReadOnly:
@@ -148,8 +190,48 @@ func Open(o Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("persist: %s: find the last segment: %w", o.Dir, err)
 	}
+	if err := s.readLive(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if s.last != maxSeq {
+		s.next = max(s.next, s.last)
+	}
 	s.next++
+	if !o.ReadOnly {
+		removeTemp(fs, o.Dir)
+	}
 	return s, nil
+}
+
+// readLive reads the live segments' range (metaLive), if recorded.
+func (s *Store) readLive() error {
+	v, closer, err := s.db.Get(metaLive)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("persist: %s: read live segments: %w", s.path, err)
+	}
+	defer closer.Close()
+	a, b, ok := strings.Cut(string(v), " ")
+	first, err1 := strconv.ParseUint(a, 10, 64)
+	last, err2 := strconv.ParseUint(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || first > last+1 {
+		return fmt.Errorf("%s: live segments %q: %w", s.path, v, ErrCorrupt)
+	}
+	s.first, s.last = first, last
+	return nil
+}
+
+// removeTemp removes the tables of segments a crash left unfinished.
+func removeTemp(fs vfs.FS, dir string) {
+	names, _ := fs.List(dir)
+	for _, n := range names {
+		if strings.HasSuffix(n, tmpSuffix) {
+			_ = fs.Remove(fs.PathJoin(dir, n))
+		}
+	}
 }
 
 // lastSegment returns the highest sequence number of a segment in db,
@@ -183,6 +265,7 @@ func (s *Store) Reopen() error {
 		return err
 	}
 	s.db, s.closed, s.format, s.next = n.db, false, n.format, max(s.next, n.next)
+	s.first, s.last, s.table = n.first, n.last, n.table
 	s.spare = nil // the old database's
 	return nil
 }
@@ -245,13 +328,20 @@ func (s *Store) Position() (p Position, ok bool, err error) {
 	return Position{ReplID: id, Offset: n}, true, nil
 }
 
-// Load decodes every record and passes it to fn, in the order they were
-// written: a version 1 store's records, then each segment's entries. A
-// key may come several times, a deletion among them; its last record
-// holds. A chunk that fails its checksum, or a record that does not
-// decode, stops the load with an error naming the path and where.
+// Load decodes every live record and passes it to fn, in the order they
+// were written: a version 1 store's records, then each live segment's
+// entries. A key may come several times, a deletion among them; its last
+// record holds. A chunk that fails its checksum, or a record that does
+// not decode, stops the load with an error naming the path and where.
 func (s *Store) Load(fn func(engine.Record)) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
+	lower, upper := dataStart, dataEnd
+	if s.first > 0 {
+		lower = segKey(nil, s.first, 0)
+	}
+	if s.last != maxSeq {
+		upper = segKey(nil, s.last+1, 0)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("persist: %s: %w", s.path, err)
 	}
@@ -357,14 +447,22 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 }
 
 // Batch is one snapshot: its entries, written as one segment of chunks,
-// after a DeleteAll if it holds every key.
+// and the store's meta. A small segment is written in the Pebble batch
+// with the meta; a large one (ingestMin) into a table of its own, which
+// Commit ingests before it commits the meta. Either way the segment is
+// live only once the meta that names it is committed (metaLive).
 type Batch struct {
-	b     *pebble.Batch
-	seq   uint64 // the segment's sequence number
-	chunk uint32 // the next chunk's index
-	open  []byte // entries not yet in a chunk
-	n     int    // entries
-	err   error  // the first error setting a chunk
+	s     *Store
+	b     *pebble.Batch   // the meta, and a small segment's chunks
+	w     *sstable.Writer // a large segment's chunks, or nil
+	path  string          // w's file
+	val   []byte          // a chunk's value, for w
+	seq   uint64          // the segment's sequence number
+	first uint64          // the first segment live once this one is
+	chunk uint32          // the next chunk's index
+	open  []byte          // entries not yet in a chunk
+	n     int             // entries
+	err   error           // the first error setting a chunk
 	key   []byte
 }
 
@@ -374,26 +472,35 @@ func (s *Store) NewBatch() *Batch { return s.NewBatchSized(0) }
 // NewBatchSized starts a snapshot expected to take about size bytes: a
 // batch grows by doubling, copying what it holds each time, which for a
 // snapshot of tens of MB (RL.LOG keys at their limit) cost a tenth of
-// the server's CPU.
+// the server's CPU. From ingestMin on, the segment goes to a table of
+// its own instead.
 func (s *Store) NewBatchSized(size int) *Batch {
-	b := &Batch{b: s.spare, seq: s.next}
+	b := &Batch{s: s, b: s.spare, seq: s.next, first: s.first}
 	s.spare = nil
+	s.next++
+	if size >= s.ingestMin {
+		b.path = s.fs.PathJoin(s.path, strconv.FormatUint(b.seq, 10)+tmpSuffix)
+		if f, err := s.fs.Create(b.path, vfs.WriteCategoryUnspecified); err == nil {
+			b.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), s.table)
+			size = 0 // the Pebble batch holds the meta only
+		} else {
+			b.path = "" // written in the batch after all
+		}
+	}
 	if b.b == nil {
 		b.b = s.db.NewBatchWithSize(size, pebble.WithMaxRetainedSizeBytes(maxSpareBatch))
 	}
-	s.next++
 	return b
 }
 
 // DeleteAll drops every record written before the batch: a FLUSHALL
 // before the records that follow, or a snapshot of every key.
-func (b *Batch) DeleteAll() error { return b.DeleteBefore(b.seq) }
+func (b *Batch) DeleteAll() { b.DeleteBefore(b.seq) }
 
 // DeleteBefore drops every record written before segment seq: a version
-// 1 store's and every older segment's.
-func (b *Batch) DeleteBefore(seq uint64) error {
-	return b.b.DeleteRange(dataStart, segKey(nil, seq, 0), nil)
-}
+// 1 store's and every older segment's. They stop being live when the
+// batch commits, and are removed after.
+func (b *Batch) DeleteBefore(seq uint64) { b.first = max(b.first, seq) }
 
 // Seq is the batch's segment sequence number.
 func (b *Batch) Seq() uint64 { return b.seq }
@@ -427,18 +534,31 @@ func (b *Batch) Append(entries []byte) int {
 	return n
 }
 
-// setChunk writes the next chunk, a and b's entries after their
-// checksum, straight into the Pebble batch.
+// setChunk writes the next chunk, x and y's entries after their
+// checksum: straight into the Pebble batch, or into the table.
 func (b *Batch) setChunk(x, y []byte) {
 	b.key = segKey(b.key, b.seq, b.chunk)
 	b.chunk++
-	op := b.b.SetDeferred(len(b.key), 4+len(x)+len(y))
-	copy(op.Key, b.key)
-	copy(op.Value[4:], x)
-	copy(op.Value[4+len(x):], y)
-	sum := crc32.Update(crc32.Checksum(b.key, crcTable), crcTable, op.Value[4:])
-	binary.LittleEndian.PutUint32(op.Value, sum)
-	if err := op.Finish(); err != nil && b.err == nil {
+	var v []byte
+	var op *pebble.DeferredBatchOp
+	if b.w != nil {
+		b.val = slices.Grow(b.val[:0], 4+len(x)+len(y))[:4+len(x)+len(y)]
+		v = b.val
+	} else {
+		op = b.b.SetDeferred(len(b.key), 4+len(x)+len(y))
+		copy(op.Key, b.key)
+		v = op.Value
+	}
+	copy(v[4:], x)
+	copy(v[4+len(x):], y)
+	binary.LittleEndian.PutUint32(v, crc32.Update(crc32.Checksum(b.key, crcTable), crcTable, v[4:]))
+	var err error
+	if b.w != nil {
+		err = b.w.Set(b.key, v)
+	} else {
+		err = op.Finish()
+	}
+	if err != nil && b.err == nil {
 		b.err = err
 	}
 }
@@ -447,7 +567,23 @@ func (b *Batch) setChunk(x, y []byte) {
 func (b *Batch) Len() int { return b.n }
 
 // Close discards an uncommitted batch.
-func (b *Batch) Close() { b.b.Close() }
+func (b *Batch) Close() {
+	b.b.Close()
+	b.dropTable()
+}
+
+// dropTable closes and removes the segment's table, if one is written
+// and not ingested.
+func (b *Batch) dropTable() {
+	if b.w != nil {
+		_ = b.w.Close()
+		b.w = nil
+	}
+	if b.path != "" {
+		_ = b.s.fs.Remove(b.path)
+		b.path = ""
+	}
+}
 
 // SetPosition stores the replication position with the batch, or, if
 // ok is false, removes the stored one.
@@ -459,13 +595,17 @@ func (b *Batch) SetPosition(p Position, ok bool) error {
 }
 
 // Commit writes the batch with the clock mark and the number of keys
-// held (for load progress), and syncs it. A version 1 store becomes
-// version 2 with it: its records stay, and load before the segments.
+// held (for load progress), and syncs it: a large segment's table is
+// ingested first, then the meta that makes it live is committed. A
+// version 1 store becomes version 2 with it: its records stay, and load
+// before the segments. The segments the batch drops (DeleteBefore) are
+// removed once it is committed; a failure to remove them is logged, and
+// the next fold's removal covers them.
 func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
 	committed := false
 	defer func() { // also when Pebble panics (pebbleLogger.Fatalf)
 		if !committed {
-			b.b.Close()
+			b.Close()
 			return
 		}
 		b.b.Reset() // a batch too large to keep lets go of its buffer here
@@ -478,6 +618,19 @@ func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
 	if b.err != nil {
 		return fmt.Errorf("persist: %s: %w", s.path, b.err)
 	}
+	if b.w != nil {
+		err := b.w.Close()
+		b.w = nil
+		if err != nil {
+			return fmt.Errorf("persist: %s: write segment %d: %w", s.path, b.seq, err)
+		}
+		if b.chunk > 0 {
+			if err := s.db.Ingest(context.Background(), []string{b.path}); err != nil {
+				return fmt.Errorf("persist: %s: ingest segment %d: %w", s.path, b.seq, err)
+			}
+			b.path = "" // Pebble's now, and removed from here
+		}
+	}
 	if s.format != FormatVersion {
 		if err := b.b.Set(metaFormat, []byte(strconv.Itoa(FormatVersion)), nil); err != nil {
 			return err
@@ -489,11 +642,24 @@ func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
 	if err := b.b.Set(metaKeys, []byte(strconv.Itoa(keys)), nil); err != nil {
 		return err
 	}
+	live := strconv.FormatUint(b.first, 10) + " " + strconv.FormatUint(b.seq, 10)
+	if err := b.b.Set(metaLive, []byte(live), nil); err != nil {
+		return err
+	}
 	if err := b.b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("persist: %s: commit: %w", s.path, err)
 	}
 	committed = true
+	b.dropTable() // an empty table, not ingested
 	s.format = FormatVersion
+	dropped := b.first > s.first
+	s.first, s.last = b.first, b.seq
+	if dropped {
+		span := pebble.KeyRange{Start: dataStart, End: segKey(nil, s.first, 0)}
+		if err := s.db.Excise(context.Background(), span); err != nil && s.opts.Logger != nil {
+			s.opts.Logger.Warn("persist: removing dropped segments failed; the next fold retries", "dir", s.path, "err", err)
+		}
+	}
 	return nil
 }
 
