@@ -165,6 +165,10 @@ func Open(o Options) (*Store, error) {
 	s := &Store{db: db, path: o.Dir, opts: o, format: FormatVersion, last: maxSeq, ingestMin: ingestMin, fs: fs}
 	opts.EnsureDefaults()
 	s.table = opts.MakeWriterOptions(len(opts.Levels)-1, db.TableFormat())
+	// Not compressed: compression was a third of what snapshots cost the
+	// server (bench/RESULTS.md, "Large segments ingested"), for a table
+	// written once and read only by a start.
+	s.table.Compression = sstable.NoCompression
 	v, closer, err := db.Get(metaFormat)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound) && o.ReadOnly:
