@@ -4,9 +4,18 @@
 # compactions, the engine's change feed, and marking a written key for the feeds), and the
 # ns per request that is, from runs.txt beside it.
 #
-# Usage: bench/harness/snapshare.sh bench/data/<dir>/*.pprof
+# A 10 s profile holds some 800 samples, so a share of 2% is 16 of them: one run's share moves by
+# a quarter from sampling alone. POOL=1 prints instead the share over all the profiles given,
+# merged (runs of one build and command, from one sitting or several).
+#
+# Usage: [POOL=1] bench/harness/snapshare.sh bench/data/<dir>/*.pprof
 set -euo pipefail
 focus='persist\.|pebble|markDirtyLocked|engine\.\(\*Feed\)'
+if [[ ${POOL:-0} == 1 ]]; then
+	go tool pprof -top -focus="$focus" "$@" 2>/dev/null | grep -E '^Showing nodes accounting' | head -1 |
+		sed -E "s/.*, ([0-9.]+)% of ([0-9.]+s).*/pooled over $# profiles: snapshot share \1% of \2 of samples/"
+	exit 0
+fi
 for f in "$@"; do
 	line=$(go tool pprof -top -focus="$focus" "$f" 2>/dev/null | grep -E '^Showing nodes accounting' | head -1)
 	share=$(sed -E 's/.*, ([0-9.]+)% of.*/\1/' <<<"$line")
