@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -653,4 +654,76 @@ func TestPersistMemoryOnlyLeavesDirUntouched(t *testing.T) {
 	require.NoError(t, err, "the default --dir ./data was not created")
 	require.True(t, st.IsDir())
 	require.NotEmpty(t, hashDir(t, filepath.Join(cmd.Dir, "data")))
+}
+
+// TestPersistKill9LargeSnapshots: a snapshot of more than 1 MB is
+// written as a table of its own and ingested, not through Pebble's
+// write-ahead log. With every key charged, then a FLUSHALL, then half
+// of them charged again in two snapshots, a kill -9 after the last
+// brings back exactly its state, and the keys the FLUSHALL dropped stay
+// gone.
+func TestPersistKill9LargeSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	args := manual(startMs)
+	n := startNode(t, dir, args...)
+	const keys = 50_000 // some 1.5 MB of CL.THROTTLE entries with 16-byte names
+	charge := func(c *rltest.Conn, from, to int, quantity string) []string {
+		t.Helper()
+		var out []string
+		for at := from; at < to; at += 1000 {
+			var b []byte
+			for i := at; i < min(at+1000, to); i++ {
+				b = append(b, rltest.Encode("CL.THROTTLE", fmt.Sprintf("user:%011d", i), "100", "100", "60", quantity)...)
+			}
+			c.Send(b)
+			for i := at; i < min(at+1000, to); i++ {
+				r, err := c.Read()
+				require.NoError(t, err)
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	saved := func(c *rltest.Conn) {
+		t.Helper()
+		saves0 := rltest.InfoInt(t, c, "persistence", "rdb_saves")
+		rltest.Eventually(t, 30*time.Second, "a periodic snapshot of every change", func() bool {
+			ip := rltest.Info(t, c, "persistence")
+			saves, _ := strconv.ParseInt(ip["rdb_saves"], 10, 64)
+			return ip["rdb_changes_since_last_save"] == "0" && ip["rdb_bgsave_in_progress"] == "0" && saves > saves0
+		})
+	}
+	charge(n.c, 0, keys, "1")
+	saved(n.c)
+	require.GreaterOrEqual(t, rltest.InfoInt(t, n.c, "persistence", "rdb_last_save_records"), int64(keys))
+	require.Less(t, walBytes(t, dir), int64(256<<10), "a 1.5 MB snapshot went through the write-ahead log")
+
+	script(t, n.c, "FLUSHALL")
+	charge(n.c, 0, keys/2, "3")
+	saved(n.c)
+	charge(n.c, keys/4, keys/2, "1")
+	saved(n.c)
+	size := n.c.Do("DBSIZE")
+	require.Equal(t, strconv.Itoa(keys/2), size)
+	want := charge(n.c, 0, keys/2, "0") // quantity 0: a peek
+	n.stop(t, "SIGKILL")
+
+	n = startNode(t, dir, args...)
+	require.Equal(t, size, n.c.Do("DBSIZE"), "keys after kill -9: the FLUSHALL's keys came back, or some were lost")
+	require.Equal(t, want, charge(n.c, 0, keys/2, "0"), "state after kill -9")
+	n.stop(t, "SHUTDOWN NOSAVE")
+}
+
+// walBytes is the size of Pebble's write-ahead logs in dir.
+func walBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err)
+	var n int64
+	for _, l := range logs {
+		st, err := os.Stat(l)
+		require.NoError(t, err)
+		n += st.Size()
+	}
+	return n
 }
