@@ -556,3 +556,88 @@ func TestUncommittedSegmentIsNotLive(t *testing.T) {
 	e3, _ := reload(t, fs, t0)
 	require.Equal(t, want, dump(e3, t0))
 }
+
+// TestFoldsSurviveRestarts: the count of entries since the last fold is
+// kept in the store, so a server restarted after every snapshot still
+// folds, and its store stays bounded instead of growing with every
+// snapshot.
+func TestFoldsSurviveRestarts(t *testing.T) { bothWays(t, testFoldsSurviveRestarts) }
+
+func testFoldsSurviveRestarts(t *testing.T) {
+	fs := vfs.NewMem()
+	const keys, restarts = 1000, 100
+	r := rand.New(rand.NewPCG(5, 6))
+	peak, folds := 0, 0
+	var was [2]any
+	for i := range restarts {
+		now := t0 + int64(i)*1e6
+		st := openMem(t, fs)
+		e := engine.New(4)
+		_, _, err := LoadEngine(st, e, now, nil)
+		require.NoError(t, err)
+		snap := NewSnapshotter(e, st, clock.NewManual(now), nil)
+		snap.stepKeys = 100
+		if i > 0 {
+			require.Equal(t, was, [2]any{snap.sinceFold, snap.round}, "restart %d: where folding stood was lost", i)
+		}
+		for k := range keys {
+			if r.IntN(10) < 9 {
+				_, err := e.Store().Limit(engine.KindFixed, []byte(fmt.Sprint("key:", k)), engine.Params{Limit: 1e9, Window: 1e15, Cost: 1}, now)
+				require.NoError(t, err)
+			}
+		}
+		require.NoError(t, snap.Save())
+		was = [2]any{snap.sinceFold, snap.round}
+		folds += boolInt(snap.sinceFold == 0)
+		want := dump(e, now)
+		require.NoError(t, st.Close())
+		entries := 0
+		st = openMem(t, fs)
+		require.NoError(t, st.Load(func(engine.Record) { entries++ }))
+		require.NoError(t, st.Close())
+		peak = max(peak, entries)
+		e2, _ := reload(t, fs, now)
+		require.Equal(t, want, dump(e2, now), "after restart %d", i)
+	}
+	require.GreaterOrEqual(t, folds, 2, "the snapshots folded")
+	require.LessOrEqual(t, peak, foldRatio*foldMin+(4+2)*keys*2, "entries in the store at most")
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestFoldUnderWayRestartsWithOtherShards: a fold under way at a
+// restart goes on only if the engine has as many shards as before (its
+// steps dump shards, and a key's shard follows their count); otherwise
+// it starts again at the first shard, its count kept.
+func TestFoldUnderWayRestartsWithOtherShards(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	e := engine.New(4)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	snap.stepKeys = 100
+	fill(t, e, 1000, t0)
+	snap.sinceFold = foldRatio*foldMin + 1 // a fold is due
+	require.NoError(t, snap.Save())
+	require.True(t, snap.round.on, "a fold under way")
+	was := snap.round
+	require.NoError(t, st.Close())
+
+	for _, c := range []struct {
+		shards int
+		round  foldRound
+	}{{4, was}, {8, foldRound{}}} {
+		st = openMem(t, fs)
+		e2 := engine.New(c.shards)
+		_, _, err := LoadEngine(st, e2, t0, nil)
+		require.NoError(t, err)
+		snap2 := NewSnapshotter(e2, st, clock.NewManual(t0), nil)
+		require.Equal(t, c.round, snap2.round, "%d shards", c.shards)
+		require.Equal(t, snap.sinceFold, snap2.sinceFold)
+		require.NoError(t, st.Close())
+	}
+}

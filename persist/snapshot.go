@@ -39,6 +39,8 @@ type Snapshotter struct {
 	// round is a fold in steps under way (foldDue).
 	round foldRound
 	// sinceFold counts the entries written since the last fold ended.
+	// The store keeps it and round (Store.Fold): a restart goes on with
+	// them.
 	sinceFold int64
 	// stepKeys is foldStepKeys (tests choose fewer, for more steps).
 	stepKeys int
@@ -67,7 +69,13 @@ func NewSnapshotter(e *engine.Engine, st *Store, clk clock.Clock, log *slog.Logg
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Snapshotter{e: e, feed: e.NewEncodedFeed(AppendStateEntry, 0), store: st, clk: clk, log: log, stepKeys: foldStepKeys}
+	s := &Snapshotter{e: e, feed: e.NewEncodedFeed(AppendStateEntry, 0), store: st, clk: clk, log: log,
+		stepKeys: foldStepKeys}
+	f := st.Fold()
+	s.sinceFold = f.Since
+	if f.Start > 0 && f.Shards == e.Shards() {
+		s.round = foldRound{on: true, start: f.Start, next: f.Next}
+	} // else a fold under way restarts at the first shard: the keys moved shards
 	s.lastStatus.Store(true)
 	s.lastOK.Store(clk.Now() / 1e9)
 	return s
@@ -248,6 +256,16 @@ func (s *Snapshotter) saveLocked() (err error) {
 	}
 	n := b.Append(s.buf)
 	s.unwritten.Store(int64(n))
+	fold := FoldState{Since: s.sinceFold + int64(n), Shards: shards}
+	switch {
+	case flushed: // what the deletion left: this snapshot
+		fold.Since = int64(n)
+	case folded:
+		fold.Since = 0
+	case s.round.on:
+		fold.Start, fold.Next = s.round.start, to
+	}
+	b.SetFold(fold)
 	if s.position != nil {
 		if err := b.SetPosition(pos, posOK); err != nil {
 			b.Close()
@@ -265,15 +283,7 @@ func (s *Snapshotter) saveLocked() (err error) {
 	s.lastOK.Store(hw / 1e9)
 	s.lastCount.Store(int64(n))
 	s.unwritten.Store(0)
-	switch {
-	case flushed: // what the deletion left: this snapshot
-		s.sinceFold, s.round = int64(n), foldRound{}
-	case folded:
-		s.sinceFold, s.round = 0, foldRound{}
-	default:
-		s.sinceFold += int64(n)
-		s.round.next = to
-	}
+	s.sinceFold, s.round = fold.Since, foldRound{on: fold.Start > 0, start: fold.Start, next: fold.Next}
 	s.fold = false
 	if cap(s.buf) > 4*len(s.buf)+chunkSize {
 		s.buf = nil // a fold's buffer, or a burst's: not kept for the seconds after

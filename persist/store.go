@@ -36,6 +36,7 @@ var (
 	metaKeys   = []byte("\x00keys")
 	metaRepl   = []byte("\x00repl")
 	metaLive   = []byte("\x00live")
+	metaFold   = []byte("\x00fold")
 	keyPrefix  = byte('k') // version 1's records
 	segPrefix  = byte('s')
 	dataStart  = []byte{keyPrefix}
@@ -91,6 +92,8 @@ type Store struct {
 	// are live; last is maxSeq when the store records no range (written
 	// before it did: every segment is live).
 	first, last uint64
+	// fold is where folding stood at the last commit (metaFold).
+	fold FoldState
 	// spare is the last committed batch, reset: the next snapshot writes
 	// into its buffer, whose pages are mapped already, instead of a new
 	// one of megabytes (page faults were most of a chunk's copy).
@@ -225,8 +228,39 @@ func (s *Store) readLive() error {
 		return fmt.Errorf("%s: live segments %q: %w", s.path, v, ErrCorrupt)
 	}
 	s.first, s.last = first, last
+	return s.readFold()
+}
+
+// FoldState is where the snapshots' folding stands (Snapshotter), kept
+// with each snapshot so that a restart goes on with it: without it, a
+// server restarted more often than it folds would never fold, and its
+// store would grow with every snapshot.
+type FoldState struct {
+	Since  int64  // entries written since the last fold ended
+	Start  uint64 // the first segment of the fold under way; 0 if none is
+	Next   int    // the first shard that fold has not dumped yet
+	Shards int    // the engine's shard count, which the fold's steps follow
+}
+
+// readFold reads the fold's state (metaFold), if recorded.
+func (s *Store) readFold() error {
+	v, closer, err := s.db.Get(metaFold)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("persist: %s: read fold state: %w", s.path, err)
+	}
+	defer closer.Close()
+	f := &s.fold
+	if n, err := fmt.Sscanf(string(v), "%d %d %d %d", &f.Since, &f.Start, &f.Next, &f.Shards); n != 4 || err != nil {
+		return fmt.Errorf("%s: fold state %q: %w", s.path, v, ErrCorrupt)
+	}
 	return nil
 }
+
+// Fold is where folding stood at the last snapshot.
+func (s *Store) Fold() FoldState { return s.fold }
 
 // removeTemp removes the tables of segments a crash left unfinished.
 func removeTemp(fs vfs.FS, dir string) {
@@ -269,7 +303,7 @@ func (s *Store) Reopen() error {
 		return err
 	}
 	s.db, s.closed, s.format, s.next = n.db, false, n.format, max(s.next, n.next)
-	s.first, s.last, s.table = n.first, n.last, n.table
+	s.first, s.last, s.fold, s.table = n.first, n.last, n.fold, n.table
 	s.spare = nil // the old database's
 	return nil
 }
@@ -463,6 +497,7 @@ type Batch struct {
 	val   []byte          // a chunk's value, for w
 	seq   uint64          // the segment's sequence number
 	first uint64          // the first segment live once this one is
+	fold  FoldState       // where folding stands once this batch is committed
 	chunk uint32          // the next chunk's index
 	open  []byte          // entries not yet in a chunk
 	n     int             // entries
@@ -589,6 +624,10 @@ func (b *Batch) dropTable() {
 	}
 }
 
+// SetFold stores, with the batch, where folding stands once it is
+// committed.
+func (b *Batch) SetFold(f FoldState) { b.fold = f }
+
 // SetPosition stores the replication position with the batch, or, if
 // ok is false, removes the stored one.
 func (b *Batch) SetPosition(p Position, ok bool) error {
@@ -650,6 +689,10 @@ func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
 	if err := b.b.Set(metaLive, []byte(live), nil); err != nil {
 		return err
 	}
+	f := b.fold
+	if err := b.b.Set(metaFold, fmt.Appendf(nil, "%d %d %d %d", f.Since, f.Start, f.Next, f.Shards), nil); err != nil {
+		return err
+	}
 	if err := b.b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("persist: %s: commit: %w", s.path, err)
 	}
@@ -657,7 +700,7 @@ func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
 	b.dropTable() // an empty table, not ingested
 	s.format = FormatVersion
 	dropped := b.first > s.first
-	s.first, s.last = b.first, b.seq
+	s.first, s.last, s.fold = b.first, b.seq, b.fold
 	if dropped {
 		span := pebble.KeyRange{Start: dataStart, End: segKey(nil, s.first, 0)}
 		if err := s.db.Excise(context.Background(), span); err != nil && s.opts.Logger != nil {
