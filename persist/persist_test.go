@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -640,4 +641,63 @@ func TestFoldUnderWayRestartsWithOtherShards(t *testing.T) {
 		require.Equal(t, snap.sinceFold, snap2.sinceFold)
 		require.NoError(t, st.Close())
 	}
+}
+
+// TestTableChunksMatchBatchChunks: a segment written as a table has the
+// same chunks, key for key and byte for byte, as one written in a
+// batch, entries of every size among them (one longer than a chunk).
+func TestTableChunksMatchBatchChunks(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var entries []byte
+	count := 0
+	for len(entries) < 6*chunkSize {
+		n := r.IntN(600)
+		if count == 500 {
+			n = chunkSize + 1000 // an entry longer than a chunk
+		}
+		entries = AppendStateEntry(entries, []byte(fmt.Sprint("key:", count)), engine.KindLog, bytes.Repeat([]byte{byte(count)}, n))
+		count++
+	}
+	chunks := map[string]map[string]string{}
+	for _, c := range []struct {
+		name string
+		min  int
+	}{{"batch", math.MaxInt}, {"table", 0}} {
+		func() {
+			defer func(was int) { ingestMin = was }(ingestMin)
+			ingestMin = c.min
+			fs := vfs.NewMem()
+			st := openMem(t, fs)
+			b := st.NewBatch()
+			require.Equal(t, c.name == "table", b.w != nil)
+			require.NoError(t, b.Put(engine.Record{Key: "first", Kind: engine.KindFixed, Deadline: t0, A: 1}))
+			half := EntryEnd(entries, 0)
+			for half < len(entries)/2 {
+				half = EntryEnd(entries, half)
+			}
+			require.Equal(t, count, b.Append(entries[:half])+b.Append(entries[half:]))
+			require.NoError(t, b.Put(engine.Record{Key: "last", Kind: engine.KindFixed, Deadline: t0, A: 2}))
+			require.NoError(t, st.Commit(b, t0, count))
+			require.NoError(t, st.Close())
+			db, err := pebble.Open("/data", &pebble.Options{FS: fs, ReadOnly: true})
+			require.NoError(t, err)
+			defer db.Close()
+			it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{segPrefix}, UpperBound: dataEnd})
+			require.NoError(t, err)
+			defer it.Close()
+			chunks[c.name] = map[string]string{}
+			for it.First(); it.Valid(); it.Next() {
+				chunks[c.name][string(it.Key())] = string(it.Value())
+			}
+		}()
+	}
+	require.Greater(t, len(chunks["batch"]), 4)
+	sizes := map[string][]string{}
+	for name, cs := range chunks {
+		for _, k := range slices.Sorted(maps.Keys(cs)) {
+			sizes[name] = append(sizes[name], fmt.Sprintf("%x:%d", k, len(cs[k])))
+		}
+	}
+	require.Equal(t, sizes["batch"], sizes["table"], "chunks and their sizes")
+	require.True(t, maps.Equal(chunks["batch"], chunks["table"]), "the chunks' bytes differ")
 }

@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -559,6 +558,9 @@ func (b *Batch) Put(r engine.Record) error {
 // Append adds entries, whole entries as this package appends them
 // (AppendStateEntry: an encoded feed's changes), and returns how many.
 func (b *Batch) Append(entries []byte) int {
+	if b.w != nil {
+		return b.appendTable(entries)
+	}
 	n, from := 0, 0
 	for at := 0; at < len(entries); {
 		at = EntryEnd(entries, at)
@@ -573,31 +575,65 @@ func (b *Batch) Append(entries []byte) int {
 	return n
 }
 
+// appendTable is Append for a segment written as a table. Each chunk's
+// bytes are copied into its value first, and walked for the entries'
+// ends after, in the cache. Walked first, as Append does, a segment of
+// tens of MB costs a cache miss an entry (a long RL.LOG record is
+// hundreds of bytes): 1.8% of the server's CPU at RL.LOG's heaviest
+// case. The chunks are Append's, byte for byte.
+func (b *Batch) appendTable(entries []byte) int {
+	n := 0
+	for from := 0; from < len(entries); {
+		end := from + chunkSize - len(b.open) // an entry ending at or past it closes the chunk
+		if end > len(entries) {               // not a chunk's worth: kept, as Append keeps it
+			b.open = append(b.open, entries[from:]...)
+			for at := from; at < len(entries); n++ {
+				at = EntryEnd(entries, at)
+			}
+			break
+		}
+		b.val = append(append(append(b.val[:0], 0, 0, 0, 0), b.open...), entries[from:end]...)
+		b.open = b.open[:0]
+		at := from
+		for at < end {
+			at = EntryEnd(entries, at)
+			n++
+		}
+		b.val = append(b.val, entries[end:at]...) // the entry across end
+		b.setTableChunk()
+		from = at
+	}
+	b.n += n
+	return n
+}
+
 // setChunk writes the next chunk, x and y's entries after their
 // checksum: straight into the Pebble batch, or into the table.
 func (b *Batch) setChunk(x, y []byte) {
+	if b.w != nil {
+		b.val = append(append(append(b.val[:0], 0, 0, 0, 0), x...), y...)
+		b.setTableChunk()
+		return
+	}
 	b.key = segKey(b.key, b.seq, b.chunk)
 	b.chunk++
-	var v []byte
-	var op *pebble.DeferredBatchOp
-	if b.w != nil {
-		b.val = slices.Grow(b.val[:0], 4+len(x)+len(y))[:4+len(x)+len(y)]
-		v = b.val
-	} else {
-		op = b.b.SetDeferred(len(b.key), 4+len(x)+len(y))
-		copy(op.Key, b.key)
-		v = op.Value
+	op := b.b.SetDeferred(len(b.key), 4+len(x)+len(y))
+	copy(op.Key, b.key)
+	copy(op.Value[4:], x)
+	copy(op.Value[4+len(x):], y)
+	binary.LittleEndian.PutUint32(op.Value, crc32.Update(crc32.Checksum(b.key, crcTable), crcTable, op.Value[4:]))
+	if err := op.Finish(); err != nil && b.err == nil {
+		b.err = err
 	}
-	copy(v[4:], x)
-	copy(v[4+len(x):], y)
-	binary.LittleEndian.PutUint32(v, crc32.Update(crc32.Checksum(b.key, crcTable), crcTable, v[4:]))
-	var err error
-	if b.w != nil {
-		err = b.w.Set(b.key, v)
-	} else {
-		err = op.Finish()
-	}
-	if err != nil && b.err == nil {
+}
+
+// setTableChunk writes b.val, four bytes for the checksum and then
+// entries, as the table's next chunk.
+func (b *Batch) setTableChunk() {
+	b.key = segKey(b.key, b.seq, b.chunk)
+	b.chunk++
+	binary.LittleEndian.PutUint32(b.val, crc32.Update(crc32.Checksum(b.key, crcTable), crcTable, b.val[4:]))
+	if err := b.w.Set(b.key, b.val); err != nil && b.err == nil {
 		b.err = err
 	}
 }
