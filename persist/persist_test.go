@@ -124,7 +124,7 @@ func testSnapshotsRoundTrip(t *testing.T) {
 
 // TestVersion1StoreLoads: a store of format version 1 (a Pebble key per
 // record), its records in codec version 1, loads to the same keys; the
-// first snapshot after the load turns it into version 2, dropping the
+// first snapshot after the load turns it into version 3, dropping the
 // old records, and it loads as well.
 func TestVersion1StoreLoads(t *testing.T) { bothWays(t, testVersion1StoreLoads) }
 
@@ -157,7 +157,7 @@ func testVersion1StoreLoads(t *testing.T) {
 	require.Equal(t, t0, hw)
 	require.Equal(t, want, dump(e2, t0))
 
-	// A decision and a snapshot after the load: version 2. A fold (here
+	// A decision and a snapshot after the load: version 3. A fold (here
 	// forced at once) drops version 1's records.
 	st := openMem(t, fs)
 	snap := NewSnapshotter(e2, st, clock.NewManual(t0+1e9), nil)
@@ -166,7 +166,7 @@ func testVersion1StoreLoads(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, snap.Save())
 	require.NoError(t, st.Close())
-	require.Equal(t, "2", rawGet(t, fs, metaFormat))
+	require.Equal(t, "3", rawGet(t, fs, metaFormat))
 	require.Zero(t, countKeys(t, fs, []byte{keyPrefix}, []byte{keyPrefix + 1}), "version 1's records are gone")
 	e3, _ := reload(t, fs, t0+1e9)
 	require.Equal(t, dump(e2, t0+1e9), dump(e3, t0+1e9))
@@ -700,4 +700,45 @@ func TestTableChunksMatchBatchChunks(t *testing.T) {
 	}
 	require.Equal(t, sizes["batch"], sizes["table"], "chunks and their sizes")
 	require.True(t, maps.Equal(chunks["batch"], chunks["table"]), "the chunks' bytes differ")
+}
+
+// TestVersion2StoreLoads: a store of format version 2 (segments, with
+// no meta naming the live ones or where folding stands) loads every
+// segment; the next snapshot makes it version 3, and it loads as well.
+func TestVersion2StoreLoads(t *testing.T) { bothWays(t, testVersion2StoreLoads) }
+
+func testVersion2StoreLoads(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	e := engine.New(4)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	fill(t, e, 100, t0)
+	require.NoError(t, snap.Save())
+	fill(t, e, 30, t0+1) // a second segment
+	require.NoError(t, snap.Save())
+	require.NoError(t, st.Close())
+	want := dump(e, t0+1)
+
+	// As version 2 left it.
+	db, err := pebble.Open("/data", &pebble.Options{FS: fs})
+	require.NoError(t, err)
+	require.NoError(t, db.Set(metaFormat, []byte("2"), nil))
+	require.NoError(t, db.Delete(metaLive, nil))
+	require.NoError(t, db.Delete(metaFold, nil))
+	require.NoError(t, db.Close())
+	require.Equal(t, 2, countKeys(t, fs, []byte{segPrefix}, dataEnd), "two segments")
+
+	e2, _ := reload(t, fs, t0+1)
+	require.Equal(t, want, dump(e2, t0+1))
+
+	st = openMem(t, fs)
+	require.Equal(t, uint64(3), st.next, "numbering goes on above the stored segments")
+	snap = NewSnapshotter(e2, st, clock.NewManual(t0+2), nil)
+	fill(t, e2, 10, t0+2)
+	require.NoError(t, snap.Save())
+	require.NoError(t, st.Close())
+	require.Equal(t, "3", rawGet(t, fs, metaFormat))
+	require.Equal(t, "0 3", rawGet(t, fs, metaLive))
+	e3, _ := reload(t, fs, t0+2)
+	require.Equal(t, dump(e2, t0+2), dump(e3, t0+2))
 }

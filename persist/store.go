@@ -19,10 +19,15 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// FormatVersion is the layout of the store this package writes. Open
-// also takes a store of version 1 (one Pebble key per record), which the
-// first commit turns into version 2.
-const FormatVersion = 2
+// FormatVersion is the layout of the store this package writes: 3, the
+// segments of version 2 and the meta that names the live ones
+// (metaLive) and where folding stands (metaFold). Open also takes a
+// store of version 1 (one Pebble key per record) or 2 (every segment
+// live), which the first commit turns into version 3. An rlserver that
+// reads only version 2 would load segments that version 3 no longer
+// counts (a table ingested without its commit, or dropped by a FLUSHALL
+// and not yet removed), so it is refused one.
+const FormatVersion = 3
 
 // Layout (docs/persistence.md, "Storage format"): meta keys start with
 // 0x00; a snapshot's entries are in segments, 's' then the snapshot's
@@ -189,7 +194,7 @@ func Open(o Options) (*Store, error) {
 		closer.Close()
 		if s.format, err = strconv.Atoi(got); err != nil || s.format < 1 || s.format > FormatVersion {
 			db.Close()
-			return nil, fmt.Errorf("%w %q in %s (this rlserver reads 1 and %d)", ErrFormat, got, o.Dir, FormatVersion)
+			return nil, fmt.Errorf("%w %q in %s (this rlserver reads 1 to %d)", ErrFormat, got, o.Dir, FormatVersion)
 		}
 	}
 	if s.next, err = lastSegment(db); err != nil {
@@ -676,8 +681,8 @@ func (b *Batch) SetPosition(p Position, ok bool) error {
 // Commit writes the batch with the clock mark and the number of keys
 // held (for load progress), and syncs it: a large segment's table is
 // ingested first, then the meta that makes it live is committed. A
-// version 1 store becomes version 2 with it: its records stay, and load
-// before the segments. The segments the batch drops (DeleteBefore) are
+// version 1 or 2 store becomes version 3 with it: its records stay, and
+// load before the segments. The segments the batch drops (DeleteBefore) are
 // removed once it is committed; a failure to remove them is logged, and
 // the next fold's removal covers them.
 func (s *Store) Commit(b *Batch, highWater int64, keys int) error {
