@@ -256,16 +256,16 @@ func (s *Snapshotter) saveLocked() (err error) {
 	}
 	n := b.Append(s.buf)
 	s.unwritten.Store(int64(n))
-	fold := FoldState{Since: s.sinceFold + int64(n), Shards: shards}
+	folding := FoldState{Since: s.sinceFold + int64(n), Shards: shards}
 	switch {
 	case flushed: // what the deletion left: this snapshot
-		fold.Since = int64(n)
+		folding.Since = int64(n)
 	case folded:
-		fold.Since = 0
+		folding.Since = 0
 	case s.round.on:
-		fold.Start, fold.Next = s.round.start, to
+		folding.Start, folding.Next = s.round.start, to
 	}
-	b.SetFold(fold)
+	b.SetFold(folding)
 	if s.position != nil {
 		if err := b.SetPosition(pos, posOK); err != nil {
 			b.Close()
@@ -283,7 +283,7 @@ func (s *Snapshotter) saveLocked() (err error) {
 	s.lastOK.Store(hw / 1e9)
 	s.lastCount.Store(int64(n))
 	s.unwritten.Store(0)
-	s.sinceFold, s.round = fold.Since, foldRound{on: fold.Start > 0, start: fold.Start, next: fold.Next}
+	s.sinceFold, s.round = folding.Since, foldRound{on: folding.Start > 0, start: folding.Start, next: folding.Next}
 	s.fold = false
 	if cap(s.buf) > 4*len(s.buf)+chunkSize {
 		s.buf = nil // a fold's buffer, or a burst's: not kept for the seconds after

@@ -201,7 +201,7 @@ func Open(o Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("persist: %s: find the last segment: %w", o.Dir, err)
 	}
-	if err := s.readLive(); err != nil {
+	if err := errors.Join(s.readLive(), s.readFold()); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (s *Store) readLive() error {
 		return fmt.Errorf("%s: live segments %q: %w", s.path, v, ErrCorrupt)
 	}
 	s.first, s.last = first, last
-	return s.readFold()
+	return nil
 }
 
 // FoldState is where the snapshots' folding stands (Snapshotter), kept
