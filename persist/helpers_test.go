@@ -14,16 +14,20 @@ func appendCRC(key string, body []byte) []byte {
 	return binary.LittleEndian.AppendUint32(append([]byte(nil), body...), sum)
 }
 
-// bothWays runs a test with every segment committed in a batch, and
-// again with every segment written as a table and ingested.
+// ways are the two ways a segment is written, as ingestMin values:
+// every segment committed in a batch, or every one written as a table
+// and ingested.
+var ways = []struct {
+	name string
+	min  int
+}{{"batch", math.MaxInt}, {"ingest", 0}}
+
+// bothWays runs a test each way.
 func bothWays(t *testing.T, test func(t *testing.T)) {
-	for _, c := range []struct {
-		name string
-		min  int
-	}{{"batch", math.MaxInt}, {"ingest", 0}} {
-		t.Run(c.name, func(t *testing.T) {
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
 			defer func(was int) { ingestMin = was }(ingestMin)
-			ingestMin = c.min
+			ingestMin = w.min
 			test(t)
 		})
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -659,17 +658,14 @@ func TestTableChunksMatchBatchChunks(t *testing.T) {
 		count++
 	}
 	chunks := map[string]map[string]string{}
-	for _, c := range []struct {
-		name string
-		min  int
-	}{{"batch", math.MaxInt}, {"table", 0}} {
+	for _, c := range ways {
 		func() {
 			defer func(was int) { ingestMin = was }(ingestMin)
 			ingestMin = c.min
 			fs := vfs.NewMem()
 			st := openMem(t, fs)
 			b := st.NewBatch()
-			require.Equal(t, c.name == "table", b.w != nil)
+			require.Equal(t, c.name == "ingest", b.w != nil)
 			require.NoError(t, b.Put(engine.Record{Key: "first", Kind: engine.KindFixed, Deadline: t0, A: 1}))
 			half := EntryEnd(entries, 0)
 			for half < len(entries)/2 {
@@ -698,8 +694,8 @@ func TestTableChunksMatchBatchChunks(t *testing.T) {
 			sizes[name] = append(sizes[name], fmt.Sprintf("%x:%d", k, len(cs[k])))
 		}
 	}
-	require.Equal(t, sizes["batch"], sizes["table"], "chunks and their sizes")
-	require.True(t, maps.Equal(chunks["batch"], chunks["table"]), "the chunks' bytes differ")
+	require.Equal(t, sizes["batch"], sizes["ingest"], "chunks and their sizes")
+	require.True(t, maps.Equal(chunks["batch"], chunks["ingest"]), "the chunks' bytes differ")
 }
 
 // TestVersion2StoreLoads: a store of format version 2 (segments, with
