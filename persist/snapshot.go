@@ -248,19 +248,18 @@ func (s *Snapshotter) saveLocked() (err error) {
 	if s.round.on && s.round.start == 0 {
 		s.round.start = b.Seq()
 	}
-	switch {
-	case flushed || s.fold:
-		b.DeleteAll()
-	case folded:
-		b.DeleteBefore(s.round.start)
-	}
 	n := b.Append(s.buf)
 	s.unwritten.Store(int64(n))
 	folding := FoldState{Since: s.sinceFold + int64(n), Shards: shards}
 	switch {
-	case flushed: // what the deletion left: this snapshot
+	case flushed: // what the deletion leaves: this snapshot
+		b.DeleteAll()
 		folding.Since = int64(n)
+	case s.fold: // every key: folded too
+		b.DeleteAll()
+		folding.Since = 0
 	case folded:
+		b.DeleteBefore(s.round.start)
 		folding.Since = 0
 	case s.round.on:
 		folding.Start, folding.Next = s.round.start, to

@@ -101,8 +101,7 @@ type Store struct {
 	// spare is the last committed batch, reset: the next snapshot writes
 	// into its buffer, whose pages are mapped already, instead of a new
 	// one of megabytes (page faults were most of a chunk's copy).
-	spare     *pebble.Batch
-	ingestMin int // the package's ingestMin when opened
+	spare *pebble.Batch
 	// table is how a segment's table is written: the database's table
 	// format and the last level's options.
 	table sstable.WriterOptions
@@ -169,7 +168,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 	}
-	s := &Store{db: db, path: o.Dir, opts: o, format: FormatVersion, last: maxSeq, ingestMin: ingestMin, fs: fs}
+	s := &Store{db: db, path: o.Dir, opts: o, format: FormatVersion, last: maxSeq, fs: fs}
 	opts.EnsureDefaults()
 	s.table = opts.MakeWriterOptions(len(opts.Levels)-1, db.TableFormat())
 	// Not compressed: compression was a third of what snapshots cost the
@@ -521,7 +520,7 @@ func (s *Store) NewBatchSized(size int) *Batch {
 	b := &Batch{s: s, b: s.spare, seq: s.next, first: s.first}
 	s.spare = nil
 	s.next++
-	if size >= s.ingestMin {
+	if size >= ingestMin {
 		b.path = s.fs.PathJoin(s.path, strconv.FormatUint(b.seq, 10)+tmpSuffix)
 		if f, err := s.fs.Create(b.path, vfs.WriteCategoryUnspecified); err == nil {
 			b.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), s.table)
