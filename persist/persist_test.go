@@ -318,7 +318,8 @@ func testInjectedIOErrors(t *testing.T) {
 	require.Equal(t, want, dump(e2, t0))
 }
 
-// TestLoadLogsProgress: a long load reports keys, rate and time left.
+// TestLoadLogsProgress: a long load reports entries read, rate and time
+// left.
 func TestLoadLogsProgress(t *testing.T) {
 	fs := vfs.NewMem()
 	st := openMem(t, fs)
@@ -339,8 +340,53 @@ func TestLoadLogsProgress(t *testing.T) {
 	require.Zero(t, expired)
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	require.Len(t, lines, 4, logs.String()) // at 4096, 8192, 12288, 16384 records
-	require.Contains(t, lines[0], "msg=loading keys=4096 of_about=20000 keys_per_sec=")
+	require.Contains(t, lines[0], "msg=loading entries=4096 of_about=20000 entries_per_sec=")
 	require.Contains(t, lines[0], "time_left=")
+}
+
+// TestLoadCountsKeysNotEntries: LoadEngine's held (INFO persistence
+// keys_loaded) is the keys held after the load, not the entries read: a
+// key changed in two snapshots has two entries. Its expired counts the
+// entries dropped as expired, and a deletion counts in neither.
+func TestLoadCountsKeysNotEntries(t *testing.T) { bothWays(t, testLoadCountsKeysNotEntries) }
+
+func testLoadCountsKeysNotEntries(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openMem(t, fs)
+	e := engine.New(4)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	key := func(i int) []byte { return fmt.Appendf(nil, "key:%d", i) }
+	charge := func(from, to int, now int64) {
+		for i := from; i < to; i++ {
+			_, err := e.Store().Limit(engine.KindFixed, key(i), engine.Params{Limit: 100, Window: 60e9, Cost: 1}, now)
+			require.NoError(t, err)
+		}
+	}
+	charge(0, 100, t0) // 100 entries
+	require.NoError(t, snap.Save())
+	charge(0, 50, t0+1e9) // keys 0-49: a second entry each
+	require.NoError(t, snap.Save())
+	for i := 90; i < 100; i++ {
+		require.True(t, e.Store().Delete(key(i), t0+2e9))
+	}
+	require.NoError(t, snap.Save()) // 10 deletions
+	require.Equal(t, int64(10), snap.Info().LastRecords)
+	require.NoError(t, st.Close())
+
+	for _, c := range []struct {
+		now           int64
+		held, expired int
+	}{
+		{t0 + 2e9, 90, 0},
+		{t0 + 3600e9, 0, 150}, // every window over: the 150 entries that are not deletions
+	} {
+		st := openMem(t, fs)
+		held, expired, err := LoadEngine(st, engine.New(4), c.now, nil)
+		require.NoError(t, err)
+		require.NoError(t, st.Close())
+		require.Equal(t, c.held, held, "keys held, loaded at t0+%ds", (c.now-t0)/1e9)
+		require.Equal(t, c.expired, expired, "entries expired, loaded at t0+%ds", (c.now-t0)/1e9)
+	}
 }
 
 // TestExpiredKeysLeaveTheStore: a key removed by the expiry sweep is

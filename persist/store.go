@@ -457,34 +457,37 @@ func (s *Store) KeysHint() int {
 var progressEvery = time.Second
 
 // LoadEngine restores every record into e, dropping the ones expired at
-// now, and logs progress every second for large stores (keys loaded,
-// rate, time left). It returns the keys held and the records dropped.
+// now, and logs progress every second for large stores (entries read,
+// rate, time left). It returns the keys e holds afterwards and the
+// entries dropped because they had expired at now. A key has an entry in
+// each live segment that changed it, so entries are not keys: a key whose
+// three entries all expired counts three times in expired, and a deletion
+// counts in neither.
 func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held, expired int, err error) {
 	total := st.KeysHint()
 	start := time.Now()
 	next := start.Add(progressEvery)
+	entries := 0
 	err = st.Load(func(r engine.Record) {
-		if e.Restore(r, now) {
-			held++
-		} else {
+		if !e.Restore(r, now) && r.Kind != engine.KindNone {
 			expired++
 		}
-		if (held+expired)%65536 == 0 {
+		if entries++; entries%65536 == 0 {
 			e.FreeRetired() // the sweep, which frees them, starts after the load
 		}
-		if n := held + expired; n%4096 == 0 && log != nil && time.Now().After(next) {
+		if entries%4096 == 0 && log != nil && time.Now().After(next) {
 			next = time.Now().Add(progressEvery)
 			el := time.Since(start)
-			rate := float64(n) / el.Seconds()
+			rate := float64(entries) / el.Seconds()
 			left := "unknown"
-			if total > n {
-				left = time.Duration(float64(total-n) / rate * float64(time.Second)).Round(time.Second).String()
+			if total > entries {
+				left = time.Duration(float64(total-entries) / rate * float64(time.Second)).Round(time.Second).String()
 			}
-			log.Info("loading", "keys", n, "of_about", total, "keys_per_sec", int(rate), "time_left", left)
+			log.Info("loading", "entries", entries, "of_about", total, "entries_per_sec", int(rate), "time_left", left)
 		}
 	})
 	e.FreeRetired()
-	return held, expired, err
+	return e.Store().Len(), expired, err
 }
 
 // Batch is one snapshot: its entries, written as one segment of chunks,
