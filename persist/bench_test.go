@@ -3,6 +3,7 @@ package persist
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
@@ -114,4 +115,55 @@ func BenchmarkAppendRecord(b *testing.B) {
 	if len(buf) == 0 {
 		b.Fatal("nothing encoded")
 	}
+}
+
+// BenchmarkManyTables is a store that ingests every segment as a table of
+// its own (ingestMin 1) and folds rarely (1,000 changes a snapshot against
+// 1,000,000 keys: a fold after some 2,000 snapshots): how the snapshot's
+// time and the load's change as Pebble's table count grows. It reports the
+// mean ms a snapshot over the first and the last 10% of -benchtime
+// snapshots, the tables at the end and the load's ms. Run with
+// -benchtime 2000x.
+func BenchmarkManyTables(b *testing.B) {
+	defer func(was int) { ingestMin = was }(ingestMin)
+	ingestMin = 1
+	dir := b.TempDir()
+	st, err := Open(Options{Dir: dir})
+	require.NoError(b, err)
+	e := engine.New(16)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	fillThrottle(b, e, 0, benchKeys, t0)
+	require.NoError(b, snap.Save())
+	require.NoError(b, st.db.Flush())
+	tenth := max(b.N/10, 1)
+	var first, last time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fillThrottle(b, e, (i*1000)%benchKeys, 1000, t0+int64(i+1))
+		t := time.Now()
+		require.NoError(b, snap.Save())
+		d := time.Since(t)
+		if i < tenth {
+			first += d
+		}
+		if i >= b.N-tenth {
+			last += d
+		}
+	}
+	b.StopTimer()
+	tables := st.db.Metrics().Total().TablesCount
+	require.NoError(b, st.Close())
+	t := time.Now()
+	st, err = Open(Options{Dir: dir})
+	require.NoError(b, err)
+	held, _, err := LoadEngine(st, engine.New(16), t0, nil)
+	require.NoError(b, err)
+	require.Equal(b, benchKeys, held)
+	load := time.Since(t)
+	require.NoError(b, st.Close())
+	ms := func(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 1e3 / float64(n) }
+	b.ReportMetric(ms(first, tenth), "ms/first-snapshots")
+	b.ReportMetric(ms(last, tenth), "ms/last-snapshots")
+	b.ReportMetric(float64(tables), "tables")
+	b.ReportMetric(ms(load, 1), "ms/load")
 }
