@@ -225,58 +225,70 @@ func (u *upstream) session(ctx context.Context) error {
 
 // fullSync reads a full sync's frames and installs them: the keyspace is
 // flushed and refilled, the clock follows the primary's, and the stream
-// goes on from offset start with the primary's id. Each frame is applied
-// under m.apply, and not at all once the link was stopped.
+// goes on from offset start with the primary's id. The frames are read
+// and checked whole before any is installed, and installed under m.apply
+// at once (not at all if the link was stopped). So a sync cut short (its
+// primary gone, the link stopped by a promotion) leaves the replica as it
+// was: every key it held, and its position. Installed frame by frame, a
+// replica promoted in the middle held part of its new primary's keys and
+// none of its own. The cost: the sync's bytes wait in memory until its end
+// (some 35 bytes a key), as a Redis replica keeps its old keys until the
+// whole RDB file has arrived.
 func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string, start int64) error {
 	m := u.m
-	keys := 0
-	for {
+	var frames []frame // the sync's start and records frames, in order
+	var end frame
+	for end.kind == 0 {
 		raw, f, err := readFrame(br)
 		if err != nil {
 			return err
 		}
-		done := false
-		err = u.applying(ctx, func() error {
-			m.mu.Lock()
-			u.syncRead += int64(len(raw))
-			m.mu.Unlock()
-			switch f.kind {
-			case frameSyncStart:
-				// The keyspace stops being the old history: a sync that
-				// fails from here is followed by a PSYNC ? -1, and a
-				// snapshot stores no position.
-				m.mu.Lock()
-				m.history = false
-				m.mu.Unlock()
-				if !keysFresh(m.e) {
-					m.e.Store().Flush()
+		m.mu.Lock()
+		u.syncRead += int64(len(raw))
+		m.mu.Unlock()
+		switch {
+		case f.kind == frameSyncEnd:
+			end = f
+		case f.kind == frameSyncStart && len(frames) == 0, f.kind == frameRecords && len(frames) > 0:
+			if f.kind == frameRecords {
+				if err := f.records(func(engine.Record) error { return nil }); err != nil {
+					return err
 				}
-				u.follow(f.now)
-			case frameRecords:
-				return f.records(func(r engine.Record) error {
-					m.e.Apply(r, f.now)
-					keys++
-					return nil
-				})
-			case frameSyncEnd:
-				u.follow(f.now)
-				m.mu.Lock()
-				defer m.mu.Unlock()
-				m.replid, m.replid2, m.second = replid, noReplID, -1
-				m.offset, m.history, m.lastState = start, true, start
-				m.bl = newBacklog(m.o.BacklogSize, start)
-				u.syncRead = 0
-				m.log.Info("full sync done", "host", u.host, "port", u.port, "keys", keys, "offset", start)
-				done = true
-			default:
-				return fmt.Errorf("%w: %q in a full sync", errFrame, f.kind)
 			}
-			return nil
-		})
-		if err != nil || done {
-			return err
+			frames = append(frames, f) // f holds raw, read into a buffer of its own
+		default:
+			return fmt.Errorf("%w: %q in a full sync", errFrame, f.kind)
 		}
 	}
+	if len(frames) == 0 {
+		return fmt.Errorf("%w: a full sync without its start", errFrame)
+	}
+	return u.applying(ctx, func() error {
+		m.mu.Lock()
+		m.history = false // a snapshot meanwhile stores no position
+		m.mu.Unlock()
+		if !keysFresh(m.e) {
+			m.e.Store().Flush()
+		}
+		u.follow(frames[0].now)
+		keys := 0
+		for _, f := range frames[1:] {
+			f.records(func(r engine.Record) error { // checked above: never fails
+				m.e.Apply(r, f.now)
+				keys++
+				return nil
+			})
+		}
+		u.follow(end.now)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.replid, m.replid2, m.second = replid, noReplID, -1
+		m.offset, m.history, m.lastState = start, true, start
+		m.bl = newBacklog(m.o.BacklogSize, start)
+		u.syncRead = 0
+		m.log.Info("full sync done", "host", u.host, "port", u.port, "keys", keys, "offset", start)
+		return nil
+	})
 }
 
 // applying runs fn, which applies one frame, under m.apply unless the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -195,4 +196,54 @@ func stoppedLinkAppliesNothing(t *testing.T, mode linkMode, how string) {
 	}
 	require.Contains(t, before, "synced")
 	require.Equal(t, mode.watch != nil, looped.Load(), "the stream was read the way the mode says")
+}
+
+// TestCutFullSyncKeepsTheKeyspace: a full sync cut short (its primary gone
+// after its first records) leaves the replica's keys as they were.
+// Promoted then, it holds every limit it held
+// before. Before, the replica dropped its keys at the sync's first frame
+// and applied each frame as it came: cut short, it held a few of the
+// primary's keys and none of its own.
+func TestCutFullSyncKeepsTheKeyspace(t *testing.T) {
+	clk := clock.NewTimeline(clock.NewManual(t0), 0)
+	e := engine.New(4)
+	for i := range 20 {
+		_, err := e.Store().Limit(engine.KindFixed, fmt.Appendf(nil, "own:%d", i), engine.Params{Limit: 10, Window: int64(time.Hour), Cost: 1}, t0)
+		require.NoError(t, err)
+	}
+	before := records(e, t0)
+	m := New(Options{Engine: e, Clock: clk})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { m.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+
+	port, accept := scriptedPrimary(t)
+	require.False(t, m.ReplicaOf("127.0.0.1", port))
+	conn := accept()
+	primaryNow := t0 + int64(time.Minute) // the primary's clock is a minute ahead
+	var fw frameWriter
+	fw.start = -1
+	fw.frame(frameSyncStart, primaryNow)
+	for i := range 10 {
+		fw.record(fixedRecord(t, fmt.Sprint("new:", i), primaryNow), primaryNow)
+		fw.close()
+	}
+	_, err := conn.Write(fw.buf)
+	require.NoError(t, err)
+	field := func(name string) string {
+		for _, f := range m.Info(0) {
+			if f.Name == name {
+				return f.Value
+			}
+		}
+		return ""
+	}
+	require.Eventually(t, func() bool { return field("master_sync_read_bytes") == fmt.Sprint(len(fw.buf)) },
+		10*time.Second, time.Millisecond, "the replica read the sync's frames")
+	conn.Close() // the primary goes before the sync's end
+	require.Eventually(t, func() bool { return m.Role().State != stateSync }, 10*time.Second, time.Millisecond, "the link noticed")
+
+	m.NoOne()
+	require.Equal(t, before, records(e, t0), "the keyspace after a cut full sync and a promotion")
 }
