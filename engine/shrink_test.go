@@ -334,3 +334,49 @@ func TestSweepJudgesExpiryByLiveRecords(t *testing.T) {
 	require.Equal(t, n/4, st.Expired, "one pass reclaims them all")
 	require.Zero(t, s.count)
 }
+
+// TestExpectSizesEmptyTables: Expect gives each empty shard a table for its
+// share of the keys, so filling it moves no table; a shard that holds keys
+// keeps its table; and when fewer keys come, the sweep gives the room back.
+func TestExpectSizesEmptyTables(t *testing.T) {
+	const now = int64(1e9)
+	p := Params{Limit: 10, Window: 1e12, Cost: 1}
+	fill := func(e *Engine, n int) {
+		for i := range n {
+			_, err := e.Store().Limit(KindFixed, fmt.Appendf(nil, "key:%d", i), p, now)
+			require.NoError(t, err)
+		}
+	}
+	// Filled without Expect, the tables grow (and move) as keys come.
+	e := New(4)
+	fill(e, 100_000)
+	grown := len(e.shards[0].slots)
+
+	e = New(4)
+	e.Expect(100_000)
+	sized := make([]int, len(e.shards))
+	for i, s := range e.shards {
+		sized[i] = len(s.slots)
+		require.GreaterOrEqual(t, maxKeys(sized[i]), 100_000/4, "shard %d's table holds its share", i)
+	}
+	fill(e, 100_000)
+	for i, s := range e.shards {
+		require.Nil(t, s.old, "shard %d moved a table", i)
+		require.Equal(t, sized[i], len(s.slots), "shard %d's table grew while it filled", i)
+	}
+	require.LessOrEqual(t, sized[0], grown+grown/4, "Expect's table is no larger than a grown one's next")
+
+	// A shard with keys keeps its table.
+	e.Expect(10_000_000)
+	require.Equal(t, sized[0], len(e.shards[0].slots))
+
+	// Fewer keys than expected: the sweep shrinks the tables left mostly empty.
+	e = New(4)
+	e.Expect(100_000)
+	fill(e, 100)
+	e.Sweep(now)
+	for i, s := range e.shards {
+		e.Sweep(now) // a move in steps: the sweeps finish it
+		require.Less(t, len(s.slots), sized[i]/8, "shard %d kept its empty room", i)
+	}
+}

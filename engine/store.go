@@ -141,3 +141,26 @@ func (st Store) Flush() {
 		st.unlock(s)
 	}
 }
+
+// Expect readies an empty engine for about keys keys: each empty shard
+// gets a table for its share, at the load a grown table has. Filling it
+// then (a load, a replica's full sync) moves no table: grown step by
+// step, the table's moves doubled a fill's lookups while old and new
+// tables were both probed. A shard that holds anything is left as it is.
+// keys is a hint: more keys grow a shard as usual, and the sweep gives
+// back a table that fewer leave mostly empty (shrinkLocked). So the fill
+// must come before the sweep runs (as a load at start does): a sweep
+// meanwhile would shrink the tables it finds still mostly empty.
+func (e *Engine) Expect(keys int) {
+	n := len(e.shards)
+	per := keys/n + keys/n/8 + 16 // the hash spreads keys unevenly
+	want := tableSize(per * maxLoadDen / maxLoadNum)
+	for _, s := range e.shards {
+		s.mu.Lock()
+		if s.count == 0 && len(s.data) == 0 && s.old == nil && want > len(s.slots) {
+			s.retireLocked(s.mem.slots)
+			s.setSlots(want)
+		}
+		s.mu.Unlock()
+	}
+}

@@ -462,9 +462,11 @@ var progressEvery = time.Second
 // entries dropped because they had expired at now. A key has an entry in
 // each live segment that changed it, so entries are not keys: a key whose
 // three entries all expired counts three times in expired, and a deletion
-// counts in neither.
+// counts in neither. e's tables are first sized for the last snapshot's
+// keys (Engine.Expect), so no sweep may run on e meanwhile.
 func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held, expired int, err error) {
 	total := st.KeysHint()
+	e.Expect(total)
 	start := time.Now()
 	next := start.Add(progressEvery)
 	entries := 0
