@@ -144,9 +144,9 @@ func (st Store) Flush() {
 
 // Expect readies an empty engine for about keys keys: each empty shard
 // gets a table for its share, at the load a grown table has. Filling it
-// then (a load, a replica's full sync) moves no table: grown step by
-// step, the table's moves doubled a fill's lookups while old and new
-// tables were both probed. A shard that holds anything is left as it is.
+// then (a load at start) moves no table, and no lookup of the fill probes
+// an old table and a new one as while a table moves. A shard that holds
+// anything is left as it is.
 // keys is a hint: more keys grow a shard as usual, and the sweep gives
 // back a table that fewer leave mostly empty (shrinkLocked). So the fill
 // must come before the sweep runs (as a load at start does): a sweep

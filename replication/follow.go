@@ -229,11 +229,11 @@ func (u *upstream) session(ctx context.Context) error {
 // and checked whole before any is installed, and installed under m.apply
 // at once (not at all if the link was stopped). So a sync cut short (its
 // primary gone, the link stopped by a promotion) leaves the replica as it
-// was: every key it held, and its position. Installed frame by frame, a
-// replica promoted in the middle held part of its new primary's keys and
-// none of its own. The cost: the sync's bytes wait in memory until its end
-// (some 35 bytes a key), as a Redis replica keeps its old keys until the
-// whole RDB file has arrived.
+// was, every key it held and its position: promoted then, it holds every
+// limit it held, never part of its new primary's keys and none of its
+// own. The cost: the sync's bytes wait in memory until its end (some 35
+// bytes a key), as a Redis replica keeps its old keys until the whole RDB
+// file has arrived.
 func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string, start int64) error {
 	m := u.m
 	var frames []frame // the sync's start and records frames, in order

@@ -73,8 +73,8 @@ func (l *link) run(s Sync, pending []byte) {
 		return
 	}
 	go l.readAcks(pending)
-	sync := net.Buffers{[]byte(head), snap} // one writev, no copy of the sync
-	if _, err := sync.WriteTo(l.conn); err != nil {
+	first := net.Buffers{[]byte(head), snap} // one writev, no copy of the sync
+	if _, err := first.WriteTo(l.conn); err != nil {
 		return
 	}
 	for {
@@ -162,12 +162,11 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 	}
 	var fw frameWriter
 	fw.start = -1
-	// The sync's bytes in one allocation: grown by append, a million
-	// keys' 35 MB were copied some five times over into fresh pages, and
-	// their page faults took most of the sync's time on the primary (two
-	// thirds of a second of a 0.9 s build), with the pump held. A record
-	// travels in about its size in the engine, slack included, plus its
-	// entry's framing.
+	// The sync's bytes in one allocation, sized from the engine's
+	// records (a record travels in about its size there, slack included,
+	// plus its entry's framing). Grown by append, they would be copied
+	// several times into fresh pages, whose faults cost most of the build,
+	// with the pump held.
 	st := m.e.Store()
 	fw.buf = make([]byte, 0, st.Memory().Records+16*int64(st.Len())+64)
 	now := max(m.clk.Now(), m.e.TokenHigh()) // as pump's
