@@ -31,11 +31,31 @@ const (
 
 // Timing of the replica's side.
 const (
-	retryEvery  = 250 * time.Millisecond // between connection attempts
 	dialTimeout = 5 * time.Second
 	replTimeout = 60 * time.Second // a link silent this long is dropped (Redis's repl-timeout)
 	ackEvery    = time.Second
 )
+
+// retryEvery is the wait between connection attempts, and retryMax the
+// longest. After a sync that failed (an error in its data, or its primary
+// gone in the middle) the wait doubles at each failure: each attempt
+// costs the primary a full sync, and a sync that cannot succeed (a primary
+// of a later version, whose data this one refuses) would cost it one every
+// retryEvery. Vars for tests, read by New.
+var (
+	retryEvery = 250 * time.Millisecond
+	retryMax   = 16 * time.Second
+)
+
+// retryAfter is the wait before the next attempt after failed syncs in a
+// row: m.retryEvery, doubled for each, up to m.retryMax.
+func (m *Manager) retryAfter(failed int) time.Duration {
+	d := m.retryEvery
+	for range min(failed, 16) {
+		d = min(2*d, m.retryMax)
+	}
+	return d
+}
 
 // upstream is a replica's link to its primary. Its fields after host and
 // port are guarded by m.mu.
@@ -86,11 +106,16 @@ func (u *upstream) cut() int {
 func (u *upstream) synced() bool { return u.state == stateConnected }
 
 func (u *upstream) run(ctx context.Context) {
+	failed := 0 // syncs failed in a row
 	for ctx.Err() == nil {
 		err := u.session(ctx)
 		u.m.mu.Lock()
-		if !u.upSince.IsZero() {
+		switch {
+		case !u.upSince.IsZero():
 			u.downSince = time.Now()
+			failed = 0
+		case u.state == stateSync:
+			failed++
 		}
 		u.upSince = time.Time{}
 		u.conn = nil
@@ -99,11 +124,16 @@ func (u *upstream) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		u.m.log.Info("link to the primary down", "host", u.host, "port", u.port, "err", err)
+		wait := u.m.retryAfter(failed)
+		if failed > 0 {
+			u.m.log.Warn("full sync failed", "host", u.host, "port", u.port, "err", err, "failed_in_a_row", failed, "retry_in", wait)
+		} else {
+			u.m.log.Info("link to the primary down", "host", u.host, "port", u.port, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(retryEvery):
+		case <-time.After(wait):
 		}
 	}
 }

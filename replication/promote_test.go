@@ -247,3 +247,38 @@ func TestCutFullSyncKeepsTheKeyspace(t *testing.T) {
 	m.NoOne()
 	require.Equal(t, before, records(e, t0), "the keyspace after a cut full sync and a promotion")
 }
+
+// TestFailedSyncsBackOff: a replica whose full syncs keep failing (here a
+// frame it cannot read, as from a primary of a later version) waits twice
+// as long before each new attempt, so it does not cost its primary a full
+// sync every retryEvery. Without the back-off the attempts came
+// retryEvery apart.
+func TestFailedSyncsBackOff(t *testing.T) {
+	was, wasMax := retryEvery, retryMax
+	retryEvery, retryMax = 20*time.Millisecond, 10*time.Second
+	m := New(Options{Engine: engine.New(1), Clock: clock.NewTimeline(clock.NewManual(t0), 0)})
+	retryEvery, retryMax = was, wasMax
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { m.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+
+	port, accept := scriptedPrimary(t)
+	require.False(t, m.ReplicaOf("127.0.0.1", port))
+	var at []time.Time
+	for range 4 {
+		conn := accept()
+		at = append(at, time.Now())
+		var fw frameWriter
+		fw.start = -1
+		fw.frame(frameSyncStart, t0)
+		fw.buf = append(fw.buf, '?', 1, 0) // a frame of an unknown kind
+		_, err := conn.Write(fw.buf)
+		require.NoError(t, err)
+	}
+	// The waits after the first, second and third failure: 40, 80, 160 ms.
+	last := at[3].Sub(at[2])
+	require.GreaterOrEqual(t, last, m.retryAfter(3), "the wait after three failed syncs")
+	require.Equal(t, 160*time.Millisecond, m.retryAfter(3))
+	require.Equal(t, 10*time.Second, m.retryAfter(40))
+}

@@ -115,6 +115,9 @@ type Manager struct {
 	clk  *clock.Timeline
 	log  *slog.Logger
 	feed *engine.Feed
+	// retryEvery and retryMax are the package's, read at New: a test
+	// that sets those is not racing with the links of earlier tests.
+	retryEvery, retryMax time.Duration
 
 	// apply is held by a replica's link goroutine while it applies one
 	// frame (the clock, the keyspace, the stream position), and by
@@ -192,7 +195,7 @@ func New(o Options) *Manager {
 	}
 	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger,
 		feed:   o.Engine.NewEncodedFeed(persist.AppendStateEntry, feedHistory),
-		replid: newReplID(), replid2: noReplID, second: -1}
+		replid: newReplID(), replid2: noReplID, second: -1, retryEvery: retryEvery, retryMax: retryMax}
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)
 	m.batch.Store(int64(o.BatchInterval))
