@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,14 +53,33 @@ func pythonWithRedis(t *testing.T) string {
 	return ""
 }
 
-// freePort returns a loopback port nobody listens on now.
+// freePort returns a loopback port nobody listens on now, and one it has
+// not returned before in this process. The kernel may hand a port it just
+// gave and got back out again at once: two calls in a row returned the
+// same port, and a cluster test's map then named one address twice.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
+	}
+	t.Fatal("no loopback port not given before in 100 tries")
+	return 0
 }
+
+// portsGiven are the ports freePort returned, under portsMu.
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // startSentinel runs redis-sentinel on port, monitoring master "m" at
 // primary with quorum 2, a node down after 2 s; its log is returned.
