@@ -18,6 +18,9 @@ type Engine struct {
 	// large: some shard's table has reached prefetchMinSlots since the
 	// engine started, so Prefetch is worth its work.
 	large atomic.Bool
+	// filling counts the Fill calls under way: while any is, the sweep
+	// shrinks no table (the tables Expect sized are empty at first).
+	filling atomic.Int32
 	// mem is the memory pressure the node reports (maxmemory.go).
 	mem pressure
 	// cut orders the writes that span shards against the readers that

@@ -99,7 +99,7 @@ func (e *Engine) SweepCounting(now int64, onExpired func(n int)) SweepStats {
 		// A table left mostly empty (keys went) moves into a smaller one,
 		// and the region is cut to fit, once the compaction above has run.
 		steps(func() bool {
-			if s.sparseLocked() && !s.compacting && s.old == nil {
+			if s.sparseLocked() && !s.compacting && s.old == nil && e.filling.Load() == 0 {
 				if s.garbage > 0 {
 					s.compactInPlaceLocked() // records that died since: little
 				}

@@ -337,7 +337,8 @@ func TestSweepJudgesExpiryByLiveRecords(t *testing.T) {
 
 // TestExpectSizesEmptyTables: Expect gives each empty shard a table for its
 // share of the keys, so filling it moves no table; a shard that holds keys
-// keeps its table; and when fewer keys come, the sweep gives the room back.
+// keeps its table; a sweep during Fill shrinks none; and when fewer keys
+// come, the sweep gives the room back afterwards.
 func TestExpectSizesEmptyTables(t *testing.T) {
 	const now = int64(1e9)
 	p := Params{Limit: 10, Window: 1e12, Cost: 1}
@@ -370,10 +371,18 @@ func TestExpectSizesEmptyTables(t *testing.T) {
 	e.Expect(10_000_000)
 	require.Equal(t, sized[0], len(e.shards[0].slots))
 
-	// Fewer keys than expected: the sweep shrinks the tables left mostly empty.
+	// A sweep inside Fill shrinks nothing: the tables are empty at first.
 	e = New(4)
-	e.Expect(100_000)
-	fill(e, 100)
+	e.Fill(100_000, func() {
+		fill(e, 100)
+		e.Sweep(now)
+		for i, s := range e.shards {
+			require.Equal(t, sized[i], len(s.slots), "shard %d's table shrank while it filled", i)
+		}
+	})
+
+	// Fewer keys than expected: the sweep then shrinks the tables left
+	// mostly empty.
 	e.Sweep(now)
 	for i, s := range e.shards {
 		e.Sweep(now) // a move in steps: the sweeps finish it

@@ -149,8 +149,9 @@ func (st Store) Flush() {
 // anything is left as it is.
 // keys is a hint: more keys grow a shard as usual, and the sweep gives
 // back a table that fewer leave mostly empty (shrinkLocked). So the fill
-// must come before the sweep runs (as a load at start does): a sweep
-// meanwhile would shrink the tables it finds still mostly empty.
+// must come before the sweep runs (as a load at start does), or inside
+// Fill: a sweep meanwhile would shrink the tables it finds still mostly
+// empty.
 func (e *Engine) Expect(keys int) {
 	n := len(e.shards)
 	per := keys/n + keys/n/8 + 16 // the hash spreads keys unevenly
@@ -163,4 +164,14 @@ func (e *Engine) Expect(keys int) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// Fill readies the engine for about keys keys (Expect) and runs fn, which
+// fills it (a replica installing a full sync), while no sweep shrinks a
+// table. Safe for concurrent use.
+func (e *Engine) Fill(keys int, fn func()) {
+	e.filling.Add(1)
+	defer e.filling.Add(-1)
+	e.Expect(keys)
+	fn()
 }

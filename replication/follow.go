@@ -268,6 +268,7 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 	m := u.m
 	var frames []frame // the sync's start and records frames, in order
 	var end frame
+	total := 0 // records in frames
 	for end.kind == 0 {
 		raw, f, err := readFrame(br)
 		if err != nil {
@@ -281,7 +282,7 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 			end = f
 		case f.kind == frameSyncStart && len(frames) == 0, f.kind == frameRecords && len(frames) > 0:
 			if f.kind == frameRecords {
-				if err := f.records(func(engine.Record) error { return nil }); err != nil {
+				if err := f.records(func(engine.Record) error { total++; return nil }); err != nil {
 					return err
 				}
 			}
@@ -302,13 +303,15 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		}
 		u.follow(frames[0].now)
 		keys := 0
-		for _, f := range frames[1:] {
-			f.records(func(r engine.Record) error { // checked above: never fails
-				m.e.Apply(r, f.now)
-				keys++
-				return nil
-			})
-		}
+		m.e.Fill(total, func() {
+			for _, f := range frames[1:] {
+				f.records(func(r engine.Record) error { // checked above: never fails
+					m.e.Apply(r, f.now)
+					keys++
+					return nil
+				})
+			}
+		})
 		u.follow(end.now)
 		m.mu.Lock()
 		defer m.mu.Unlock()
