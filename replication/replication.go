@@ -210,8 +210,9 @@ func New(o Options) *Manager {
 // Position is what a replica's snapshot stores with its records: its
 // primary's replication id and the offset applied so far. Every record
 // at or before it has been applied to the engine when Position returns.
-// ok is false on a primary and during a full sync (history is false
-// from its first frame to its last).
+// ok is false on a primary and while a full sync is installed (history
+// is false from the install's start to its end; while the sync is only
+// read, the node still holds its old keys and its old position).
 func (m *Manager) Position() (p persist.Position, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
