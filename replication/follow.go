@@ -296,13 +296,22 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 	}
 	return u.applying(ctx, func() error {
 		m.mu.Lock()
-		m.history = false // a snapshot meanwhile stores no position
+		m.history, m.installing = false, true
 		m.mu.Unlock()
+		defer func() {
+			m.mu.Lock()
+			m.installing = false
+			m.cond.Broadcast() // Position's waiters
+			m.mu.Unlock()
+		}()
 		if !keysFresh(m.e) {
 			m.e.Store().Flush()
 		}
 		u.follow(frames[0].now)
 		keys := 0
+		if installStep != nil {
+			installStep()
+		}
 		m.e.Fill(total, func() {
 			for _, f := range frames[1:] {
 				f.records(func(r engine.Record) error { // checked above: never fails
@@ -349,6 +358,11 @@ func appliedLocked(ctx context.Context, fn func() error) error {
 var (
 	frameRead func(kind byte)
 	frameDone func(kind byte, err error)
+	// installStep runs in a full sync's install, after the flush and
+	// before the records; positionWaits in Position, before it waits
+	// for an install.
+	installStep   func()
+	positionWaits func()
 )
 
 // keysFresh reports whether the keyspace is empty (no flush needed).

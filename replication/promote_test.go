@@ -282,3 +282,70 @@ func TestFailedSyncsBackOff(t *testing.T) {
 	require.Equal(t, 160*time.Millisecond, m.retryAfter(3))
 	require.Equal(t, 10*time.Second, m.retryAfter(40))
 }
+
+// TestPositionWaitsForAnInstall: Position, which a replica's snapshot
+// reads first, waits while a full sync is installed and then returns the
+// new position. Before, it answered at once that there was none, and the
+// snapshot went on to store the part of the sync installed so far.
+func TestPositionWaitsForAnInstall(t *testing.T) {
+	e := engine.New(4)
+	m := New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { m.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+
+	type answer struct {
+		p  persist.Position
+		ok bool
+	}
+	waiting, stepped := make(chan struct{}, 1), make(chan struct{})
+	answers := make(chan answer, 1)
+	positionWaits = func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}
+	installStep = func() { // the keys flushed, the sync's records not yet installed
+		go func() {
+			p, ok := m.Position()
+			answers <- answer{p, ok}
+		}()
+		defer close(stepped)
+		select {
+		case <-waiting:
+		case a := <-answers:
+			t.Errorf("Position answered during the install: %+v", a)
+			answers <- a
+		}
+	}
+	t.Cleanup(func() { installStep, positionWaits = nil, nil })
+
+	port, accept := scriptedPrimary(t)
+	require.False(t, m.ReplicaOf("127.0.0.1", port))
+	conn := accept()
+	var fw frameWriter
+	fw.start = -1
+	fw.frame(frameSyncStart, t0)
+	for i := range 10 {
+		fw.record(fixedRecord(t, fmt.Sprint("new:", i), t0), t0)
+		fw.close()
+	}
+	fw.frame(frameSyncEnd, t0)
+	_, err := conn.Write(fw.buf)
+	require.NoError(t, err)
+	select {
+	case <-stepped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the install never began")
+	}
+	select {
+	case a := <-answers:
+		require.True(t, a.ok, "Position after the install")
+		require.Equal(t, persist.Position{ReplID: strings.Repeat("ab", 20), Offset: 0}, a.p)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Position never answered")
+	}
+	require.Len(t, records(e, t0), 10, "the sync installed")
+}

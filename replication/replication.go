@@ -153,6 +153,9 @@ type Manager struct {
 	// history: the node has a stream behind offset (it served replicas or
 	// followed a primary), so it can ask for a partial resync with it.
 	history bool
+	// installing: a full sync is being installed (fullSync). Position
+	// waits for its end, so a snapshot never stores half of one.
+	installing bool
 	// lastState is the offset at the end of the last frame that changed
 	// state (records, flush, the end of a full sync): what follows it
 	// is heartbeats only.
@@ -210,12 +213,20 @@ func New(o Options) *Manager {
 // Position is what a replica's snapshot stores with its records: its
 // primary's replication id and the offset applied so far. Every record
 // at or before it has been applied to the engine when Position returns.
-// ok is false on a primary and while a full sync is installed (history
-// is false from the install's start to its end; while the sync is only
-// read, the node still holds its old keys and its old position).
+// While a full sync is installed, Position waits for the install's end
+// (a second or less for a million keys): a snapshot that began meanwhile
+// would store part of the sync. While the sync is only read, the node
+// holds its old keys and its old position. ok is false on a primary and
+// on a replica without history (a sync never installed).
 func (m *Manager) Position() (p persist.Position, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for m.installing {
+		if positionWaits != nil {
+			positionWaits()
+		}
+		m.cond.Wait()
+	}
 	if m.up == nil || !m.history {
 		return persist.Position{}, false
 	}
