@@ -19,7 +19,7 @@ type Engine struct {
 	// engine started, so Prefetch is worth its work.
 	large atomic.Bool
 	// filling counts the Fill calls under way: while any is, the sweep
-	// shrinks no table (the tables Expect sized are empty at first).
+	// shrinks no table (the tables Fill sized are empty at first).
 	filling atomic.Int32
 	// mem is the memory pressure the node reports (maxmemory.go).
 	mem pressure

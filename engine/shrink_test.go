@@ -335,7 +335,7 @@ func TestSweepJudgesExpiryByLiveRecords(t *testing.T) {
 	require.Zero(t, s.count)
 }
 
-// TestExpectSizesEmptyTables: Expect gives each empty shard a table for its
+// TestExpectSizesEmptyTables: Fill (expect) gives each empty shard a table for its
 // share of the keys, so filling it moves no table; a shard that holds keys
 // keeps its table; a sweep during Fill shrinks none; and when fewer keys
 // come, the sweep gives the room back afterwards.
@@ -348,13 +348,13 @@ func TestExpectSizesEmptyTables(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	// Filled without Expect, the tables grow (and move) as keys come.
+	// Filled without expect, the tables grow (and move) as keys come.
 	e := New(4)
 	fill(e, 100_000)
 	grown := len(e.shards[0].slots)
 
 	e = New(4)
-	e.Expect(100_000)
+	e.expect(100_000)
 	sized := make([]int, len(e.shards))
 	for i, s := range e.shards {
 		sized[i] = len(s.slots)
@@ -365,10 +365,10 @@ func TestExpectSizesEmptyTables(t *testing.T) {
 		require.Nil(t, s.old, "shard %d moved a table", i)
 		require.Equal(t, sized[i], len(s.slots), "shard %d's table grew while it filled", i)
 	}
-	require.LessOrEqual(t, sized[0], grown+grown/4, "Expect's table is no larger than a grown one's next")
+	require.LessOrEqual(t, sized[0], grown+grown/4, "expect's table is no larger than a grown one's next")
 
 	// A shard with keys keeps its table.
-	e.Expect(10_000_000)
+	e.expect(10_000_000)
 	require.Equal(t, sized[0], len(e.shards[0].slots))
 
 	// A sweep inside Fill shrinks nothing: the tables are empty at first.

@@ -142,17 +142,24 @@ func (st Store) Flush() {
 	}
 }
 
-// Expect readies an empty engine for about keys keys: each empty shard
-// gets a table for its share, at the load a grown table has. Filling it
-// then (a load at start) moves no table, and no lookup of the fill probes
-// an old table and a new one as while a table moves. A shard that holds
-// anything is left as it is.
-// keys is a hint: more keys grow a shard as usual, and the sweep gives
-// back a table that fewer leave mostly empty (shrinkLocked). So the fill
-// must come before the sweep runs (as a load at start does), or inside
-// Fill: a sweep meanwhile would shrink the tables it finds still mostly
-// empty.
-func (e *Engine) Expect(keys int) {
+// Fill readies an empty engine for about keys keys and runs fn, which
+// fills it (a load at start, a replica installing a full sync): each
+// empty shard first gets a table for its share, at the load a grown table
+// has, so the fill moves no table and none of its lookups probes an old
+// table and a new one as while a table moves. A shard that holds anything
+// is left as it is. keys is a hint: more keys grow a shard as usual. No
+// sweep shrinks a table while fn runs (the tables are empty at first);
+// after it, the sweep gives back a table that fewer keys left mostly
+// empty (shrinkLocked). Safe for concurrent use.
+func (e *Engine) Fill(keys int, fn func()) {
+	e.filling.Add(1)
+	defer e.filling.Add(-1)
+	e.expect(keys)
+	fn()
+}
+
+// expect gives each empty shard a table for its share of keys (Fill).
+func (e *Engine) expect(keys int) {
 	n := len(e.shards)
 	per := keys/n + keys/n/8 + 16 // the hash spreads keys unevenly
 	want := tableSize(per * maxLoadDen / maxLoadNum)
@@ -164,14 +171,4 @@ func (e *Engine) Expect(keys int) {
 		}
 		s.mu.Unlock()
 	}
-}
-
-// Fill readies the engine for about keys keys (Expect) and runs fn, which
-// fills it (a replica installing a full sync), while no sweep shrinks a
-// table. Safe for concurrent use.
-func (e *Engine) Fill(keys int, fn func()) {
-	e.filling.Add(1)
-	defer e.filling.Add(-1)
-	e.Expect(keys)
-	fn()
 }

@@ -462,15 +462,14 @@ var progressEvery = time.Second
 // entries dropped because they had expired at now. A key has an entry in
 // each live segment that changed it, so entries are not keys: a key whose
 // three entries all expired counts three times in expired, and a deletion
-// counts in neither. e's tables are first sized for the last snapshot's
-// keys (Engine.Expect), so no sweep may run on e meanwhile.
+// counts in neither. The load fills e inside Engine.Fill, sized for the
+// last snapshot's keys.
 func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held, expired int, err error) {
 	total := st.KeysHint()
-	e.Expect(total)
 	start := time.Now()
 	next := start.Add(progressEvery)
 	entries := 0
-	err = st.Load(func(r engine.Record) {
+	restore := func(r engine.Record) {
 		if !e.Restore(r, now) && r.Kind != engine.KindNone {
 			expired++
 		}
@@ -487,7 +486,8 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 			}
 			log.Info("loading", "entries", entries, "of_about", total, "entries_per_sec", int(rate), "time_left", left)
 		}
-	})
+	}
+	e.Fill(total, func() { err = st.Load(restore) })
 	e.FreeRetired()
 	return e.Store().Len(), expired, err
 }

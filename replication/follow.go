@@ -266,9 +266,9 @@ func (u *upstream) session(ctx context.Context) error {
 // file has arrived.
 func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string, start int64) error {
 	m := u.m
-	var frames []frame // the sync's start and records frames, in order
-	var end frame
-	total := 0 // records in frames
+	var head, end frame // the sync's start and end
+	var frames []frame  // its records, in order; each holds raw, read into a buffer of its own
+	total := 0          // records in frames
 	for end.kind == 0 {
 		raw, f, err := readFrame(br)
 		if err != nil {
@@ -278,21 +278,18 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		u.syncRead += int64(len(raw))
 		m.mu.Unlock()
 		switch {
-		case f.kind == frameSyncEnd:
-			end = f
-		case f.kind == frameSyncStart && len(frames) == 0, f.kind == frameRecords && len(frames) > 0:
-			if f.kind == frameRecords {
-				if err := f.records(func(engine.Record) error { total++; return nil }); err != nil {
-					return err
-				}
+		case f.kind == frameSyncStart && head.kind == 0:
+			head = f
+		case f.kind == frameRecords && head.kind != 0:
+			if err := f.records(func(engine.Record) error { total++; return nil }); err != nil {
+				return err
 			}
-			frames = append(frames, f) // f holds raw, read into a buffer of its own
+			frames = append(frames, f)
+		case f.kind == frameSyncEnd && head.kind != 0:
+			end = f
 		default:
 			return fmt.Errorf("%w: %q in a full sync", errFrame, f.kind)
 		}
-	}
-	if len(frames) == 0 {
-		return fmt.Errorf("%w: a full sync without its start", errFrame)
 	}
 	return u.applying(ctx, func() error {
 		m.mu.Lock()
@@ -307,16 +304,14 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		if !keysFresh(m.e) {
 			m.e.Store().Flush()
 		}
-		u.follow(frames[0].now)
-		keys := 0
+		u.follow(head.now)
 		if installStep != nil {
 			installStep()
 		}
 		m.e.Fill(total, func() {
-			for _, f := range frames[1:] {
+			for _, f := range frames {
 				f.records(func(r engine.Record) error { // checked above: never fails
 					m.e.Apply(r, f.now)
-					keys++
 					return nil
 				})
 			}
@@ -328,7 +323,7 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		m.offset, m.history, m.lastState = start, true, start
 		m.bl = newBacklog(m.o.BacklogSize, start)
 		u.syncRead = 0
-		m.log.Info("full sync done", "host", u.host, "port", u.port, "keys", keys, "offset", start)
+		m.log.Info("full sync done", "host", u.host, "port", u.port, "keys", total, "offset", start)
 		return nil
 	})
 }

@@ -51,6 +51,16 @@ func scriptedPrimary(t *testing.T) (port int, accept func() net.Conn) {
 	}
 }
 
+// running runs m until the test ends, and returns it.
+func running(t *testing.T, m *Manager) *Manager {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { m.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	return m
+}
+
 // linkMode is a way for a replica to read its stream (linkModes): watch
 // makes Options.Watch, which sets used when a loop takes the link; nil
 // leaves the link's goroutine to read it.
@@ -105,11 +115,7 @@ func stoppedLinkAppliesNothing(t *testing.T, mode linkMode, how string) {
 	if mode.watch != nil {
 		o.Watch = mode.watch(&looped)
 	}
-	m := New(o)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { m.Run(ctx); close(ran) }()
-	t.Cleanup(func() { cancel(); <-ran })
+	m := running(t, New(o))
 
 	held, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
@@ -212,11 +218,7 @@ func TestCutFullSyncKeepsTheKeyspace(t *testing.T) {
 		require.NoError(t, err)
 	}
 	before := records(e, t0)
-	m := New(Options{Engine: e, Clock: clk})
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { m.Run(ctx); close(ran) }()
-	t.Cleanup(func() { cancel(); <-ran })
+	m := running(t, New(Options{Engine: e, Clock: clk}))
 
 	port, accept := scriptedPrimary(t)
 	require.False(t, m.ReplicaOf("127.0.0.1", port))
@@ -256,12 +258,8 @@ func TestCutFullSyncKeepsTheKeyspace(t *testing.T) {
 func TestFailedSyncsBackOff(t *testing.T) {
 	was, wasMax := retryEvery, retryMax
 	retryEvery, retryMax = 20*time.Millisecond, 10*time.Second
-	m := New(Options{Engine: engine.New(1), Clock: clock.NewTimeline(clock.NewManual(t0), 0)})
+	m := running(t, New(Options{Engine: engine.New(1), Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
 	retryEvery, retryMax = was, wasMax
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { m.Run(ctx); close(ran) }()
-	t.Cleanup(func() { cancel(); <-ran })
 
 	port, accept := scriptedPrimary(t)
 	require.False(t, m.ReplicaOf("127.0.0.1", port))
@@ -289,11 +287,7 @@ func TestFailedSyncsBackOff(t *testing.T) {
 // snapshot went on to store the part of the sync installed so far.
 func TestPositionWaitsForAnInstall(t *testing.T) {
 	e := engine.New(4)
-	m := New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)})
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { m.Run(ctx); close(ran) }()
-	t.Cleanup(func() { cancel(); <-ran })
+	m := running(t, New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
 
 	type answer struct {
 		p  persist.Position
