@@ -33,7 +33,6 @@ const (
 const (
 	dialTimeout = 5 * time.Second
 	replTimeout = 60 * time.Second // a link silent this long is dropped (Redis's repl-timeout)
-	ackEvery    = time.Second
 )
 
 // retryEvery is the wait between connection attempts, and retryMax the
@@ -45,6 +44,14 @@ const (
 var (
 	retryEvery = 250 * time.Millisecond
 	retryMax   = 16 * time.Second
+)
+
+// ackEvery is the longest a replica goes without acknowledging its
+// stream, and ackQuiet the least time between two acks that no heartbeat
+// asked for (acker). Vars for tests, read by New.
+var (
+	ackEvery = time.Second
+	ackQuiet = 100 * time.Millisecond
 )
 
 // retryAfter is the wait before the next attempt after failed syncs in a
@@ -379,10 +386,10 @@ func (u *upstream) follow(p int64) {
 }
 
 // stream applies the primary's stream, keeps it in the backlog and
-// acknowledges it: after each burst of input, and every ackEvery.
+// acknowledges it (acker says when).
 func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) error {
 	m := u.m
-	acks := newAcker(func(b []byte) (bool, error) {
+	acks := m.newAcker(func(b []byte) (bool, error) {
 		_, err := conn.Write(b)
 		return true, err
 	})
@@ -391,7 +398,7 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 	}
 	var unit []pendingFrame // the frames of a unit read so far ('m'...), not applied yet
 	for {
-		conn.SetReadDeadline(time.Now().Add(min(replTimeout, ackEvery)))
+		conn.SetReadDeadline(time.Now().Add(min(replTimeout, acks.every)))
 		raw, f, err := readFrame(br)
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -423,6 +430,9 @@ func (u *upstream) stream(ctx context.Context, conn net.Conn, br *bufio.Reader) 
 		}
 		if err != nil {
 			return err
+		}
+		if f.kind == frameHeartbeat {
+			acks.ask()
 		}
 		if br.Buffered() == 0 || acks.stale() {
 			if err := acks.ack(m); err != nil {

@@ -21,8 +21,8 @@ import (
 //     the kernel woke the threads;
 //   - the stream costs no thread switch and no second runnable thread on
 //     the replica's core.
-// The goroutine then only acknowledges every ackEvery and watches for a
-// silent link.
+// The goroutine then only acknowledges when the loop has not for a while
+// (acker) and watches for a silent link.
 
 // LinkOnLoop reports whether an event loop reads the stream from this
 // replica's primary (Options.Watch): false when the link's goroutine
@@ -80,7 +80,7 @@ func (u *upstream) streamLooped(ctx context.Context, c loopLink, br *bufio.Reade
 		return false, nil
 	}
 	defer c.release() // after stop: the loop never reads a closed descriptor
-	s := &looped{u: u, ctx: ctx, c: c, fail: make(chan error, 1), acks: newAcker(c.sendNow)}
+	s := &looped{u: u, ctx: ctx, c: c, fail: make(chan error, 1), acks: u.m.newAcker(c.sendNow)}
 	ahead, _ := br.Peek(br.Buffered())
 	s.buf = append(make([]byte, 0, 2*minRead+len(ahead)), ahead...)
 	stop, kick, ok := u.m.o.Watch(fd, s.ready)
@@ -100,7 +100,7 @@ func (u *upstream) streamLooped(ctx context.Context, c loopLink, br *bufio.Reade
 	if err := s.acks.ack(u.m); err != nil {
 		return true, err
 	}
-	t := time.NewTicker(ackEvery)
+	t := time.NewTicker(s.acks.every)
 	defer t.Stop()
 	for {
 		select {
@@ -215,6 +215,9 @@ func (s *looped) apply() error {
 		if err != nil {
 			return err
 		}
+		if kind == frameHeartbeat {
+			s.acks.ask()
+		}
 	}
 }
 
@@ -241,42 +244,63 @@ func (s *looped) end(err error) bool {
 	return false
 }
 
-// acker acknowledges the stream to the primary: the offset applied,
-// whenever it moved or ackEvery has passed since the last ack. The loop
-// and the link's goroutine both ack, so it has a lock.
+// acker acknowledges the stream to the primary: the offset applied. An
+// ack costs the primary a wakeup, a read and a wakeup of its waiters, so
+// it goes when the primary needs it, not after every burst:
+//   - when a heartbeat was applied since the last ack: the primary sends
+//     one for WAIT (after the records it waits for) and when its stream
+//     is idle;
+//   - when the offset moved and ackQuiet has passed since the last ack,
+//     so the primary's view (INFO, ROLE) is never far behind;
+//   - when ackEvery has passed, moved or not, so the primary knows the
+//     link lives (min-replicas-max-lag; Redis's replica acks every
+//     second).
+//
+// The loop and the link's goroutine both ack, so it has a lock.
 type acker struct {
-	mu    sync.Mutex
-	acked int64 // the offset last acknowledged; -1 before the first
-	last  time.Time
+	every, quiet time.Duration // ackEvery and ackQuiet, as New read them
+	mu           sync.Mutex
+	acked        int64 // the offset last acknowledged; -1 before the first
+	last         time.Time
+	asked        bool // a heartbeat was applied since the last ack
 	// send writes an ack; false if the link had no room for it (it is
 	// sent again next time).
 	send func([]byte) (bool, error)
 }
 
-func newAcker(send func([]byte) (bool, error)) *acker {
-	return &acker{acked: -1, send: send}
+func (m *Manager) newAcker(send func([]byte) (bool, error)) *acker {
+	return &acker{every: m.ackEvery, quiet: m.ackQuiet, acked: -1, send: send}
 }
 
-// ack acknowledges m's offset, if it moved or ackEvery has passed.
+// ask records that a heartbeat was applied: the next ack goes at once.
+func (a *acker) ask() {
+	a.mu.Lock()
+	a.asked = true
+	a.mu.Unlock()
+}
+
+// ack acknowledges m's offset if an ack is due (see acker).
 func (a *acker) ack(m *Manager) error {
 	m.mu.Lock()
 	off := m.offset
 	m.mu.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if off == a.acked && time.Since(a.last) < ackEvery {
+	since := time.Since(a.last)
+	if since < a.every && (off == a.acked || !a.asked && since < a.quiet) {
 		return nil
 	}
 	sent, err := a.send(appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(off, 10)))
 	if sent {
-		a.acked, a.last = off, time.Now()
+		a.acked, a.last, a.asked = off, time.Now(), false
 	}
 	return err
 }
 
-// stale reports whether ackEvery has passed since the last ack.
+// stale reports whether an ack may be due without a heartbeat: ackQuiet
+// has passed since the last one.
 func (a *acker) stale() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return time.Since(a.last) >= ackEvery
+	return time.Since(a.last) >= a.quiet
 }

@@ -109,7 +109,7 @@ func TestLoopedAppliesAnyChunking(t *testing.T) {
 			m.mu.Unlock()
 			u := &upstream{m: m}
 			link := &chunkLink{data: stream[tc.ahead:], rng: rand.New(rand.NewPCG(1, uint64(tc.max))), max: tc.max}
-			s := &looped{u: u, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow), kick: func() {}}
+			s := &looped{u: u, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: m.newAcker(link.sendNow), kick: func() {}}
 			s.buf = append(make([]byte, 0, 2*minRead+tc.ahead), stream[:tc.ahead]...)
 			for calls := 0; len(link.data) > 0 || s.off < len(s.buf); calls++ {
 				require.Less(t, calls, 10*len(stream), "the stream never ends")
@@ -152,7 +152,7 @@ func TestLoopedReadsABoundedAmountPerRound(t *testing.T) {
 	m.history, m.bl = true, newBacklog(1<<20, 0)
 	m.mu.Unlock()
 	link := &chunkLink{data: fw.buf, rng: rand.New(rand.NewPCG(1, 2)), max: 1 << 30, steady: true}
-	s := &looped{u: &upstream{m: m}, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow), kick: func() {}}
+	s := &looped{u: &upstream{m: m}, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: m.newAcker(link.sendNow), kick: func() {}}
 	s.buf = make([]byte, 0, 2*minRead)
 	require.Greater(t, len(fw.buf), 8*maxReads*minRead, "more than a round reads")
 	for rounds := 1; len(link.data) > 0; rounds++ {
@@ -191,7 +191,7 @@ func TestLoopedNeverWaitsForTheApplyLock(t *testing.T) {
 	m.mu.Unlock()
 	link := &chunkLink{data: fw.buf, rng: rand.New(rand.NewPCG(1, 3)), max: 1 << 20, steady: true}
 	kicked := make(chan struct{}, 1)
-	s := &looped{u: &upstream{m: m}, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: newAcker(link.sendNow),
+	s := &looped{u: &upstream{m: m}, ctx: context.Background(), c: link, fail: make(chan error, 1), acks: m.newAcker(link.sendNow),
 		kick: func() { kicked <- struct{}{} }}
 	s.buf = make([]byte, 0, 2*minRead)
 

@@ -118,6 +118,8 @@ type Manager struct {
 	// retryEvery and retryMax are the package's, read at New: a test
 	// that sets those is not racing with the links of earlier tests.
 	retryEvery, retryMax time.Duration
+	// ackEvery and ackQuiet are the package's, read at New (acker).
+	ackEvery, ackQuiet time.Duration
 
 	// apply is held by a replica's link goroutine while it applies one
 	// frame (the clock, the keyspace, the stream position), and by
@@ -198,7 +200,8 @@ func New(o Options) *Manager {
 	}
 	m := &Manager{o: o, e: o.Engine, clk: o.Clock, log: o.Logger,
 		feed:   o.Engine.NewEncodedFeed(persist.AppendStateEntry, feedHistory),
-		replid: newReplID(), replid2: noReplID, second: -1, retryEvery: retryEvery, retryMax: retryMax}
+		replid: newReplID(), replid2: noReplID, second: -1, retryEvery: retryEvery, retryMax: retryMax,
+		ackEvery: ackEvery, ackQuiet: ackQuiet}
 	m.cond = sync.NewCond(&m.mu)
 	m.kick = make(chan struct{}, 1)
 	m.batch.Store(int64(o.BatchInterval))
@@ -320,8 +323,9 @@ func (m *Manager) Run(ctx context.Context) {
 // pump moves the engine's changes since the last pump into the stream:
 // a flush if the keyspace was flushed, then the records, all tagged with
 // the clock read after the changes were taken; a heartbeat when nothing
-// changed for heartbeatEvery, or now if beat (WAIT: the replicas then
-// have this node's time too, when nothing else carries it). A replica
+// changed for heartbeatEvery, or after them if beat (WAIT: a heartbeat
+// asks the replicas to ack at once, and gives them this node's time when
+// nothing else carries it). A replica
 // pumps nothing: its stream is its primary's. m.serial must be held, and
 // m.mu not: the feed is read under shard locks, and mu taken after.
 func (m *Manager) pump(beat bool) {
@@ -350,7 +354,9 @@ func (m *Manager) pump(beat bool) {
 		m.fw.frame(frameFlush, now)
 	}
 	m.fw.entries(m.body, now)
-	if len(m.fw.buf) == 0 {
+	if len(m.fw.buf) == 0 || beat {
+		// A heartbeat asks the replicas for an ack (acker): after
+		// the records, so an ack of it covers them (WAIT).
 		m.fw.frame(frameHeartbeat, now)
 	}
 	m.appendLocked(m.fw.buf)
