@@ -317,7 +317,7 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		}
 		m.e.Fill(total, func() {
 			for _, f := range frames {
-				f.records(func(r engine.Record) error { // checked above: never fails
+				f.recordsInto(m.e, func(r engine.Record) error { // checked above: never fails
 					m.e.Apply(r, f.now)
 					return nil
 				})
@@ -485,7 +485,7 @@ func (u *upstream) applyFrame(raw []byte, f frame) error {
 	case frameFlush:
 		m.e.Store().Flush()
 	case frameRecords, frameMore:
-		if err := f.records(func(r engine.Record) error {
+		if err := f.recordsInto(m.e, func(r engine.Record) error {
 			m.e.Apply(r, f.now)
 			return nil
 		}); err != nil {

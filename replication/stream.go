@@ -170,8 +170,32 @@ func parseFrame(b []byte) (frame, int, error) {
 }
 
 // records decodes a records frame's body, passing each record to fn.
-func (f frame) records(fn func(engine.Record) error) error {
+func (f frame) records(fn func(engine.Record) error) error { return f.recordsInto(nil, fn) }
+
+// recordsInto is records for fn that applies each record to e: the keys
+// of the next engine.PrefetchMax records are brought into the CPU cache
+// before the first of them is passed (Engine.Prefetch). A replica applies
+// its primary's changes in the primary's order, which is random in its
+// own table, so on a large keyspace each record's lookup missed the cache
+// on its slot and then on its record, one record after another. With e
+// nil nothing is prefetched.
+func (f frame) recordsInto(e *engine.Engine, fn func(engine.Record) error) error {
+	var keys [engine.PrefetchMax][]byte
+	ahead, due := f.body, 0 // the entries not yet prefetched; those prefetched, not yet passed
 	for b := f.body; len(b) > 0; {
+		if e != nil && due == 0 {
+			for due < len(keys) {
+				key, _, rest, ok := persist.NextEntry(ahead)
+				if !ok {
+					break
+				}
+				keys[due], ahead = key, rest
+				due++
+			}
+			e.Prefetch(keys[:due])
+			due = max(due, 1) // the entry below fails if it did not parse
+		}
+		due--
 		key, rec, rest, ok := persist.NextEntry(b)
 		if !ok {
 			return errFrame
