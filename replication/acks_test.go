@@ -37,14 +37,14 @@ func replicaAcksWhenAsked(t *testing.T, mode linkMode) {
 	if mode.watch != nil {
 		o.Watch = mode.watch(&looped)
 	}
-	m := running(t, New(o))
 	applied := make(chan byte, 64)
 	frameDone = func(kind byte, err error) {
 		if err == nil {
 			applied <- kind
 		}
 	}
-	t.Cleanup(func() { frameDone = nil })
+	t.Cleanup(func() { frameDone = nil }) // after the Manager's stop (cleanups run last first)
+	m := running(t, New(o))
 
 	port, accept := scriptedPrimary(t)
 	require.False(t, m.ReplicaOf("127.0.0.1", port))
@@ -92,22 +92,29 @@ func replicaAcksWhenAsked(t *testing.T, mode linkMode) {
 		require.NoError(t, err)
 		offset += int64(len(fw.buf))
 	}
+	applies := func(kind byte, what string) {
+		t.Helper()
+		select {
+		case k := <-applied:
+			require.Equal(t, kind, k, what)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never applied", what)
+		}
+	}
 	for i := range 30 {
 		fw := frameWriter{start: -1}
 		fw.record(fixedRecord(t, fmt.Sprint("k", i), t0), t0)
 		fw.close()
 		send(fw)
-		select {
-		case kind := <-applied:
-			require.Equal(t, byte(frameRecords), kind)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("records frame %d never applied", i)
-		}
+		applies(frameRecords, fmt.Sprint("records frame ", i))
 	}
 	fw = frameWriter{start: -1}
 	fw.frame(frameHeartbeat, t0)
 	send(fw)
 	require.Equal(t, offset, nextAck("the heartbeat"), "the first ack after the records is the heartbeat's")
+	// The heartbeat was applied before its ack went; this also orders the
+	// replica's last read of frameDone before the cleanup's write.
+	applies(frameHeartbeat, "the heartbeat")
 	require.Equal(t, mode.watch != nil, looped.Load(), "the stream was read the way the mode says")
 }
 
