@@ -3,6 +3,7 @@ package replication
 import (
 	"encoding/hex"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -78,7 +79,8 @@ func TestFramesRoundTrip(t *testing.T) {
 // FuzzFrames: whatever bytes a replica reads from its link, parsing them
 // as frames and applying the records frames to an engine, as the replica
 // does, never panics. A records frame that decodes, encoded again, decodes
-// to the same records.
+// to the same records, and gives the same records and the same failure
+// with its keys prefetched (recordsInto).
 func FuzzFrames(f *testing.F) {
 	var fw frameWriter
 	fw.start = -1
@@ -118,12 +120,20 @@ func FuzzFrames(f *testing.F) {
 			if fr.kind != frameRecords && fr.kind != frameMore {
 				continue
 			}
-			var recs []engine.Record
-			if fr.records(func(r engine.Record) error {
+			var recs, ahead []engine.Record
+			err = fr.records(func(r engine.Record) error {
 				recs = append(recs, r)
 				e.Apply(r, fr.now)
 				return nil
-			}) != nil {
+			})
+			errAhead := fr.recordsInto(e, func(r engine.Record) error {
+				ahead = append(ahead, r)
+				return nil
+			})
+			if (err == nil) != (errAhead == nil) || !reflect.DeepEqual(recs, ahead) {
+				t.Fatalf("with its keys prefetched the frame gave %v, %v; else %v, %v", ahead, errAhead, recs, err)
+			}
+			if err != nil {
 				continue
 			}
 			i := 0
