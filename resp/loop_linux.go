@@ -49,6 +49,7 @@ type loop struct {
 	// none. Set and cleared under mu.
 	watched atomic.Pointer[watch]
 	swept   time.Time
+	rounds  uint64 // rounds run, for the yields with a spare P
 }
 
 // lconn is one connection on a loop.
@@ -336,8 +337,9 @@ func (lc *lconn) kill() {
 // round; only after idleWaits empty waits does it block the ordinary
 // way, so an idle server costs nothing.
 const (
-	rawWaitMs = 1
-	idleWaits = 20
+	rawWaitMs       = 1
+	idleWaits       = 20
+	spareYieldEvery = 64
 )
 
 // wait fills l.events and returns how many there are.
@@ -412,7 +414,14 @@ func (l *loop) run() {
 		clear(l.round)
 		l.round = l.round[:0]
 		l.sweepIdle()
-		runtime.Gosched() // timers and other goroutines get their turn every round
+		// Timers and other goroutines get their turn every round. With a
+		// spare P they run on it as soon as they are ready, and a yield
+		// would only wake its thread to find nothing (Gosched wakes an
+		// idle P's thread): the loop then yields every spareYieldEvery
+		// rounds, in case.
+		if l.rounds++; !spare.up.Load() || l.rounds%spareYieldEvery == 0 {
+			runtime.Gosched()
+		}
 		if l.stop.Load() {
 			l.mu.Lock()
 			if len(l.conns) == 0 {

@@ -3,6 +3,7 @@ package resp
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // A spare P: each event loop holds its P while it waits for events (a raw
@@ -16,6 +17,9 @@ var spare struct {
 	mu     sync.Mutex
 	base   int // GOMAXPROCS when the first loops started (one loop per P); 0 before
 	wanted int // servers that asked for a spare P
+	// up: GOMAXPROCS is base+1. The loops then yield only now and then
+	// (loop.run): the spare P runs the other goroutines.
+	up atomic.Bool
 }
 
 // SetSpareP asks (on) or stops asking (off) for one P beyond the event
@@ -62,4 +66,5 @@ func applySpareLocked() {
 	if runtime.GOMAXPROCS(0) != n {
 		runtime.GOMAXPROCS(n)
 	}
+	spare.up.Store(n > spare.base)
 }
