@@ -121,6 +121,7 @@ func (s *Server) startLoops() bool {
 		}
 		s.loops = append(s.loops, l)
 		s.wg.Add(1)
+		addLoops(1)
 		go l.run()
 	}
 	return true
@@ -366,6 +367,7 @@ func (l *loop) wait(idle int) int {
 
 func (l *loop) run() {
 	defer l.s.wg.Done()
+	defer addLoops(-1)
 	idle := 0
 	for {
 		n := l.wait(idle)

@@ -17,8 +17,12 @@ var spare struct {
 	mu     sync.Mutex
 	base   int // GOMAXPROCS when the first loops started (one loop per P); 0 before
 	wanted int // servers that asked for a spare P
-	// up: GOMAXPROCS is base+1. The loops then yield only now and then
-	// (loop.run): the spare P runs the other goroutines.
+	procs  int // GOMAXPROCS as applySpareLocked set it; 0 before
+	loops  int // event loops running in the process, of every server
+	// up: there are more Ps than loops (a spare P, and one server's
+	// loops in the process). The loops then yield only now and then
+	// (loop.run): the spare P runs the other goroutines. Two servers in
+	// one process (tests) run more loops than Ps, and yield every round.
 	up atomic.Bool
 }
 
@@ -66,5 +70,14 @@ func applySpareLocked() {
 	if runtime.GOMAXPROCS(0) != n {
 		runtime.GOMAXPROCS(n)
 	}
-	spare.up.Store(n > spare.base)
+	spare.procs = n
+	spare.up.Store(spare.procs > spare.loops)
+}
+
+// addLoops counts event loops started (n > 0) or ended (n < 0).
+func addLoops(n int) {
+	spare.mu.Lock()
+	defer spare.mu.Unlock()
+	spare.loops += n
+	spare.up.Store(spare.procs > spare.loops)
 }
