@@ -29,8 +29,7 @@ func TestReplicaAcksWhenAsked(t *testing.T) {
 
 func replicaAcksWhenAsked(t *testing.T, mode linkMode) {
 	wasEvery, wasQuiet := ackEvery, ackQuiet
-	ackEvery, ackQuiet = time.Hour, time.Hour // only a heartbeat asks
-	t.Cleanup(func() { ackEvery, ackQuiet = wasEvery, wasQuiet })
+	ackEvery, ackQuiet = time.Hour, time.Hour // only a heartbeat asks (read by New)
 	clk := clock.NewTimeline(clock.NewManual(t0), 0)
 	var looped atomic.Bool
 	o := Options{Engine: engine.New(4), Clock: clk}
@@ -45,6 +44,7 @@ func replicaAcksWhenAsked(t *testing.T, mode linkMode) {
 	}
 	t.Cleanup(func() { frameDone = nil }) // after the Manager's stop (cleanups run last first)
 	m := running(t, New(o))
+	ackEvery, ackQuiet = wasEvery, wasQuiet
 
 	port, accept := scriptedPrimary(t)
 	require.False(t, m.ReplicaOf("127.0.0.1", port))

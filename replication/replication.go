@@ -325,9 +325,9 @@ func (m *Manager) Run(ctx context.Context) {
 // the clock read after the changes were taken; a heartbeat when nothing
 // changed for heartbeatEvery, or after them if beat (WAIT: a heartbeat
 // asks the replicas to ack at once, and gives them this node's time when
-// nothing else carries it). A replica
-// pumps nothing: its stream is its primary's. m.serial must be held, and
-// m.mu not: the feed is read under shard locks, and mu taken after.
+// nothing else carries it). A replica pumps nothing: its stream is its
+// primary's. m.serial must be held, and m.mu not: the feed is read under
+// shard locks, and mu taken after.
 func (m *Manager) pump(beat bool) {
 	m.mu.Lock()
 	idle := m.up != nil || m.bl == nil // role and backlog change only under serial

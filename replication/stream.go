@@ -181,21 +181,18 @@ func (f frame) records(fn func(engine.Record) error) error { return f.recordsInt
 // nil nothing is prefetched.
 func (f frame) recordsInto(e *engine.Engine, fn func(engine.Record) error) error {
 	var keys [engine.PrefetchMax][]byte
-	ahead, due := f.body, 0 // the entries not yet prefetched; those prefetched, not yet passed
-	for b := f.body; len(b) > 0; {
-		if e != nil && due == 0 {
-			for due < len(keys) {
-				key, _, rest, ok := persist.NextEntry(ahead)
+	due := 0 // the entries from b on whose keys are prefetched
+	for b := f.body; len(b) > 0; due-- {
+		if e != nil && due <= 0 {
+			for rest := b; due < len(keys); due++ {
+				key, _, r, ok := persist.NextEntry(rest)
 				if !ok {
-					break
+					break // the entry below fails if it is b
 				}
-				keys[due], ahead = key, rest
-				due++
+				keys[due], rest = key, r
 			}
 			e.Prefetch(keys[:due])
-			due = max(due, 1) // the entry below fails if it did not parse
 		}
-		due--
 		key, rec, rest, ok := persist.NextEntry(b)
 		if !ok {
 			return errFrame

@@ -17,7 +17,6 @@ var spare struct {
 	mu     sync.Mutex
 	base   int // GOMAXPROCS when the first loops started (one loop per P); 0 before
 	wanted int // servers that asked for a spare P
-	procs  int // GOMAXPROCS as applySpareLocked set it; 0 before
 	loops  int // event loops running in the process, of every server
 	// up: there are more Ps than loops (a spare P, and one server's
 	// loops in the process). The loops then yield only now and then
@@ -70,14 +69,17 @@ func applySpareLocked() {
 	if runtime.GOMAXPROCS(0) != n {
 		runtime.GOMAXPROCS(n)
 	}
-	spare.procs = n
-	spare.up.Store(spare.procs > spare.loops)
+	setUpLocked()
 }
+
+// setUpLocked derives spare.up from GOMAXPROCS and the loops running.
+// spare.mu must be held.
+func setUpLocked() { spare.up.Store(runtime.GOMAXPROCS(0) > spare.loops) }
 
 // addLoops counts event loops started (n > 0) or ended (n < 0).
 func addLoops(n int) {
 	spare.mu.Lock()
 	defer spare.mu.Unlock()
 	spare.loops += n
-	spare.up.Store(spare.procs > spare.loops)
+	setUpLocked()
 }

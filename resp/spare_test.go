@@ -13,13 +13,13 @@ import (
 // loops start and end. A second server's loops leave no P spare.
 func TestSpareUp(t *testing.T) {
 	spare.mu.Lock()
-	base, wanted, loops, applied, procs, up := spare.base, spare.wanted, spare.loops, spare.procs, runtime.GOMAXPROCS(0), spare.up.Load()
+	base, wanted, loops, procs, up := spare.base, spare.wanted, spare.loops, runtime.GOMAXPROCS(0), spare.up.Load()
 	spare.base, spare.wanted, spare.loops = 2, 1, 0
 	applySpareLocked()
 	spare.mu.Unlock()
 	defer func() {
 		spare.mu.Lock()
-		spare.base, spare.wanted, spare.loops, spare.procs = base, wanted, loops, applied
+		spare.base, spare.wanted, spare.loops = base, wanted, loops
 		runtime.GOMAXPROCS(procs)
 		spare.up.Store(up)
 		spare.mu.Unlock()
