@@ -472,6 +472,69 @@ func FuzzDecodeState(f *testing.F) {
 	})
 }
 
+// FuzzApplyState checks ApplyState against Apply(DecodeState), the path
+// it shortens: the same states refused (CheckState too), and the same
+// keyspace and the same change for the feeds after, onto a key absent
+// or held, at any time.
+func FuzzApplyState(f *testing.F) {
+	for _, r := range []Record{
+		{Key: "k", Kind: KindLog, Deadline: 5e9, A: 3, Log: []int64{1e9, -3e9 - 1, 2}},
+		{Key: "k", Kind: KindBucket, Deadline: 5e9, A: 10, B: 1e9, C: 3},
+		{Key: "k", Kind: KindFixed, Deadline: 5e9, A: 1e9, B: 7},
+		{Key: "k", Kind: KindThrottle, Deadline: 5e9, A: 4e9},
+		{Key: "k", Kind: KindSlide, Deadline: 5e9, A: 1e9, B: 4, C: 2},
+	} {
+		e := New(1)
+		var st []byte
+		e.NewEncodedFeed(func(dst, _ []byte, kind Kind, state []byte) []byte {
+			st = append([]byte{byte(kind)}, state...)
+			return dst
+		}, 1<<20)
+		e.Apply(r, 0)
+		for _, now := range []int64{0, 5e9} {
+			for _, held := range []bool{false, true} {
+				f.Add(st[0], st[1:], now, held)
+			}
+		}
+	}
+	f.Add(byte(KindNone), []byte{}, int64(0), true)
+	f.Fuzz(func(t *testing.T, kind byte, state []byte, now int64, held bool) {
+		k := Kind(kind)
+		_, decodeErr := DecodeState("k", k, state)
+		require.Equal(t, decodeErr == nil, CheckState(k, state) == nil, "CheckState and DecodeState disagree")
+		// run applies the state to a fresh engine by apply and returns
+		// what apply said, the keyspace after and what a feed got.
+		run := func(apply func(e *Engine) (bool, error)) (bool, error, []Record, []byte) {
+			e := New(1)
+			if held {
+				e.Apply(Record{Key: "k", Kind: KindFixed, Deadline: math.MaxInt64, A: 1e9, B: 3}, now)
+			}
+			feed := e.NewEncodedFeed(func(dst, key []byte, kind Kind, state []byte) []byte {
+				return append(append(append(dst, key...), byte(kind)), state...)
+			}, 1<<20)
+			ok, err := apply(e)
+			fed, _ := feed.Append(nil)
+			var recs []Record
+			e.Dump(now, func(r Record) { recs = append(recs, r) })
+			return ok, err, recs, fed
+		}
+		okA, errA, recsA, fedA := run(func(e *Engine) (bool, error) {
+			return e.ApplyState([]byte("k"), k, state, now)
+		})
+		okB, errB, recsB, fedB := run(func(e *Engine) (bool, error) {
+			r, err := DecodeState("k", k, state)
+			if err != nil {
+				return false, err
+			}
+			return e.Apply(r, now), nil
+		})
+		require.Equal(t, errB == nil, errA == nil, "ApplyState: %v, DecodeState: %v", errA, errB)
+		require.Equal(t, okB, okA)
+		require.Equal(t, recsB, recsA)
+		require.Equal(t, fedB, fedA)
+	})
+}
+
 // longLog is an RL.LOG's log of n admissions 10 ms apart, from 1 s on.
 func longLog(n int) []int64 {
 	log := make([]int64, n)

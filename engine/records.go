@@ -121,7 +121,22 @@ func (e *Engine) Restore(r Record, now int64) bool { return e.apply(r, now, true
 func (e *Engine) Apply(r Record, now int64) bool { return e.apply(r, now, false) }
 
 func (e *Engine) apply(r Record, now int64, quiet bool) bool {
-	key := []byte(r.Key)
+	en := entry{kind: r.Kind, deadline: r.Deadline, w: words{r.A, r.B, r.C}}
+	var runs []byte
+	if r.Kind == KindNone || now >= r.Deadline {
+		en = entry{} // a deletion
+	} else if a := algorithmOf(r.Kind); a.hasRuns {
+		en.w, runs = a.fromLog(uint64(r.Deadline), en.w, r.Log)
+	} else if rv := sectionOfLog(r.Log); rv.last != 0 && reserves(r.Kind) {
+		runs = appendSection(nil, uint64(r.Deadline), rv)
+	}
+	return e.put([]byte(r.Key), en, runs, now, quiet)
+}
+
+// put stores en (with its runs or section) as key's record, or removes
+// key when en is expired at now or zero (KindNone). quiet marks nothing
+// for the feeds (Restore). It reports whether the key is held afterwards.
+func (e *Engine) put(key []byte, en entry, runs []byte, now int64, quiet bool) bool {
 	s, h := e.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -134,21 +149,70 @@ func (e *Engine) apply(r Record, now int64, quiet bool) bool {
 	// the changes that are ours stay listed.
 	s.quiet = quiet
 	defer func() { s.quiet = false }()
-	if r.Kind == KindNone || now >= r.Deadline {
+	if en.kind == KindNone || now >= en.deadline {
 		if ok {
 			s.removeLocked(off, tagOf(h))
 		}
 		return false
 	}
-	en := entry{kind: r.Kind, deadline: r.Deadline, w: words{r.A, r.B, r.C}}
-	var runs []byte
-	if a := algorithmOf(r.Kind); a.hasRuns {
-		en.w, runs = a.fromLog(uint64(r.Deadline), en.w, r.Log)
-	} else if rv := sectionOfLog(r.Log); rv.last != 0 && reserves(r.Kind) {
-		runs = appendSection(nil, uint64(r.Deadline), rv)
-	}
 	s.putLocked(off, oldEnd, h, key, en, runs)
 	return true
+}
+
+// ApplyState is Apply(DecodeState(key, kind, state), now): a replica
+// applying a change its primary sent in the engine's own layout. The
+// state is checked as DecodeState checks it (ErrState, and nothing
+// changes). A state of words alone (CL.THROTTLE, RL.FIXED, RL.SLIDE,
+// RL.BUCKET without reservations: most of a stream) is stored as it was
+// decoded, with no Record between and no allocation; one with runs or a
+// section takes Apply's path, which encodes them anew. key is only read.
+func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (held bool, err error) {
+	if kind == KindNone && len(state) == 0 {
+		return e.put(key, entry{}, nil, now, false), nil
+	}
+	en, runs, err := stateWords(kind, state)
+	switch {
+	case err != nil:
+		return false, err
+	case runs:
+		r, err := DecodeState(string(key), kind, state)
+		if err != nil {
+			return false, err
+		}
+		return e.apply(r, now, false), nil
+	}
+	return e.put(key, en, nil, now, false), nil
+}
+
+// CheckState reports whether DecodeState would take state (ErrState if
+// not), building a Record only for a state with runs or a section.
+func CheckState(kind Kind, state []byte) error {
+	if kind == KindNone && len(state) == 0 {
+		return nil
+	}
+	_, runs, err := stateWords(kind, state)
+	if err == nil && runs {
+		_, err = DecodeState("", kind, state)
+	}
+	return err
+}
+
+// stateWords decodes a live state's words as DecodeState does, and
+// reports whether runs or a section follow them (not decoded here).
+func stateWords(kind Kind, state []byte) (en entry, runs bool, err error) {
+	if !kind.Known() || len(state) < 8 {
+		return entry{}, false, ErrState
+	}
+	defer func() { // see DecodeState
+		if recover() != nil {
+			en, runs, err = entry{}, false, ErrState
+		}
+	}()
+	en, at, end := decodeState(state, 0, kind)
+	if end != len(state) {
+		return entry{}, false, ErrState
+	}
+	return en, at != 0, nil
 }
 
 // Take removes every live key that match selects and returns their

@@ -288,9 +288,11 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		case f.kind == frameSyncStart && head.kind == 0:
 			head = f
 		case f.kind == frameRecords && head.kind != 0:
-			if err := f.records(func(engine.Record) error { total++; return nil }); err != nil {
+			n, err := f.check()
+			if err != nil {
 				return err
 			}
+			total += n
 			frames = append(frames, f)
 		case f.kind == frameSyncEnd && head.kind != 0:
 			end = f
@@ -317,10 +319,7 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		}
 		m.e.Fill(total, func() {
 			for _, f := range frames {
-				f.recordsInto(m.e, func(r engine.Record) error { // checked above: never fails
-					m.e.Apply(r, f.now)
-					return nil
-				})
+				f.applyTo(m.e, f.now) // checked above: never fails
 			}
 		})
 		u.follow(end.now)
@@ -485,10 +484,7 @@ func (u *upstream) applyFrame(raw []byte, f frame) error {
 	case frameFlush:
 		m.e.Store().Flush()
 	case frameRecords, frameMore:
-		if err := f.recordsInto(m.e, func(r engine.Record) error {
-			m.e.Apply(r, f.now)
-			return nil
-		}); err != nil {
+		if err := f.applyTo(m.e, f.now); err != nil {
 			return err
 		}
 	default:

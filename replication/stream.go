@@ -172,14 +172,51 @@ func parseFrame(b []byte) (frame, int, error) {
 // records decodes a records frame's body, passing each record to fn.
 func (f frame) records(fn func(engine.Record) error) error { return f.recordsInto(nil, fn) }
 
-// recordsInto is records for fn that applies each record to e: the keys
-// of the next engine.PrefetchMax records are brought into the CPU cache
-// before the first of them is passed (Engine.Prefetch). A replica applies
-// its primary's changes in the primary's order, which is random in its
-// own table, so on a large keyspace each record's lookup missed the cache
-// on its slot and then on its record, one record after another. With e
-// nil nothing is prefetched.
+// recordsInto is records with the keys prefetched into e (entriesInto).
 func (f frame) recordsInto(e *engine.Engine, fn func(engine.Record) error) error {
+	return f.entriesInto(e, func(key, rec []byte) error {
+		r, err := persist.DecodeRecord(string(key), rec)
+		if err != nil {
+			return fmt.Errorf("replication: record of %q: %w", key, err)
+		}
+		return fn(r)
+	})
+}
+
+// applyTo applies a records frame's records to e at now, in order
+// (persist.ApplyRecord: a state of words alone is stored with no Record
+// built), their keys prefetched. On a record that does not decode it
+// stops with records' error; those before it stay applied.
+func (f frame) applyTo(e *engine.Engine, now int64) error {
+	return f.entriesInto(e, func(key, rec []byte) error {
+		if err := persist.ApplyRecord(e, key, rec, now); err != nil {
+			return fmt.Errorf("replication: record of %q: %w", key, err)
+		}
+		return nil
+	})
+}
+
+// check returns how many records a records frame holds, or the error
+// records would stop at, building no Record for a state of words alone.
+func (f frame) check() (n int, err error) {
+	err = f.entriesInto(nil, func(key, rec []byte) error {
+		if err := persist.CheckRecord(key, rec); err != nil {
+			return fmt.Errorf("replication: record of %q: %w", key, err)
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// entriesInto passes fn each entry of a records frame's body, its key and
+// its record's bytes (valid during the call), after bringing the keys of
+// the next engine.PrefetchMax entries into the CPU cache
+// (Engine.Prefetch). A replica applies its primary's changes in the
+// primary's order, which is random in its own table, so on a large
+// keyspace each record's lookup missed the cache on its slot and then on
+// its record, one record after another. With e nil nothing is prefetched.
+func (f frame) entriesInto(e *engine.Engine, fn func(key, rec []byte) error) error {
 	var keys [engine.PrefetchMax][]byte
 	due := 0 // the entries from b on whose keys are prefetched
 	for b := f.body; len(b) > 0; due-- {
@@ -197,12 +234,8 @@ func (f frame) recordsInto(e *engine.Engine, fn func(engine.Record) error) error
 		if !ok {
 			return errFrame
 		}
-		r, err := persist.DecodeRecord(string(key), rec)
-		if err != nil {
-			return fmt.Errorf("replication: record of %q: %w", key, err)
-		}
 		b = rest
-		if err := fn(r); err != nil {
+		if err := fn(key, rec); err != nil {
 			return err
 		}
 	}

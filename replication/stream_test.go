@@ -4,7 +4,9 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
@@ -106,8 +108,39 @@ func FuzzFrames(f *testing.F) {
 	fw.frame(frameSyncEnd, 10)
 	f.Add(fw.buf)
 	f.Add([]byte{frameRecords, 0x80})
+	// What a primary's pump sends: states in the engine's layout (version
+	// 3), of every kind, and a deletion.
+	src := engine.New(1)
+	feed := src.NewEncodedFeed(persist.AppendStateEntry, 1<<20)
+	for i, kind := range []engine.Kind{engine.KindThrottle, engine.KindFixed, engine.KindLog, engine.KindSlide, engine.KindBucket, engine.KindLease} {
+		r := engine.Record{Key: "s" + strconv.Itoa(i), Kind: kind, Deadline: 9e18, A: 3, B: 4, C: 5}
+		if kind == engine.KindLog || kind == engine.KindLease {
+			r.B, r.Log = 0, []int64{8e18, 2, 8e18 + 5, 1}
+		}
+		src.Apply(r, 6)
+	}
+	src.Apply(engine.Record{Key: "s1"}, 6)
+	body, _ = feed.Append(nil)
+	fw = frameWriter{start: -1}
+	fw.entries(body, 7)
+	f.Add(fw.buf)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e := engine.New(2)
+		// applied applies each frame by applyTo, the replica's path, and
+		// must end as e, which applies records' Records.
+		applied := engine.New(2)
+		defer func() {
+			if t.Failed() {
+				return
+			}
+			var want, got []engine.Record
+			e.Dump(0, func(r engine.Record) { want = append(want, r) })
+			applied.Dump(0, func(r engine.Record) { got = append(got, r) })
+			byKey := func(a, b engine.Record) int { return strings.Compare(a.Key, b.Key) }
+			slices.SortFunc(want, byKey) // the engines' seeds, so their orders, differ
+			slices.SortFunc(got, byKey)
+			require.Equal(t, want, got, "applyTo and Apply(records) left different keyspaces")
+		}()
 		for len(b) > 0 {
 			fr, n, err := parseFrame(b)
 			if err != nil || n == 0 {
@@ -132,6 +165,14 @@ func FuzzFrames(f *testing.F) {
 			})
 			if (err == nil) != (errAhead == nil) || !reflect.DeepEqual(recs, ahead) {
 				t.Fatalf("with its keys prefetched the frame gave %v, %v; else %v, %v", ahead, errAhead, recs, err)
+			}
+			n, errCheck := fr.check()
+			errApplied := fr.applyTo(applied, fr.now)
+			if (err == nil) != (errApplied == nil) || (err == nil) != (errCheck == nil) {
+				t.Fatalf("records: %v; applyTo: %v; check: %v", err, errApplied, errCheck)
+			}
+			if err == nil && n != len(recs) {
+				t.Fatalf("check counted %d records of %d", n, len(recs))
 			}
 			if err != nil {
 				continue
@@ -192,7 +233,7 @@ func TestStateRecordsArePinned(t *testing.T) {
 }
 
 // BenchmarkApplyRecords is a replica's work on a records frame of the
-// pump: decode each entry and apply it, for 1,000 RL.BUCKET keys, with
+// pump, frame.applyTo: decode each entry and apply it, for 1,000 RL.BUCKET keys, with
 // the records as persistence encodes them (record=persist, a full sync)
 // and as the pump sends a kept change (record=state, the engine's
 // layout). ns/op is per record.
@@ -221,11 +262,7 @@ func BenchmarkApplyRecords(b *testing.B) {
 			e := engine.New(1)
 			b.ReportAllocs()
 			for b.Loop() {
-				err := frame{body: tc.body}.records(func(r engine.Record) error {
-					e.Apply(r, now)
-					return nil
-				})
-				if err != nil {
+				if err := (frame{body: tc.body}).applyTo(e, now); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -237,7 +274,8 @@ func BenchmarkApplyRecords(b *testing.B) {
 // BenchmarkApplyRecordsLarge is a replica's apply on a large keyspace:
 // 300,000 CL.THROTTLE keys held, frames of 1,000 changes to random ones
 // among them, as a pump sends them. "ahead" brings each next batch's keys
-// into the cache first (frame.recordsInto), "none" does not.
+// into the cache first (frame.recordsInto), "none" does not; "applyTo" is
+// the replica's path, ahead with no Record built (persist.ApplyRecord).
 func BenchmarkApplyRecordsLarge(b *testing.B) {
 	const held, perFrame, frames = 300_000, 1000, 64
 	const now = int64(1_800_000_000_000_000_000)
@@ -256,7 +294,7 @@ func BenchmarkApplyRecordsLarge(b *testing.B) {
 		body, _ := feed.Append(nil)
 		bodies = append(bodies, body)
 	}
-	for _, mode := range []string{"none", "ahead"} {
+	for _, mode := range []string{"none", "ahead", "applyTo"} {
 		b.Run(mode, func(b *testing.B) {
 			e := engine.New(16)
 			e.Fill(held, func() {
@@ -274,7 +312,13 @@ func BenchmarkApplyRecordsLarge(b *testing.B) {
 			records := 0
 			for i := 0; b.Loop(); i++ {
 				body := bodies[i%frames]
-				if err := (frame{body: body}).recordsInto(pf, apply); err != nil {
+				var err error
+				if mode == "applyTo" {
+					err = frame{body: body}.applyTo(e, now)
+				} else {
+					err = frame{body: body}.recordsInto(pf, apply)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 				records += perFrame
