@@ -233,10 +233,11 @@ func TestStateRecordsArePinned(t *testing.T) {
 }
 
 // BenchmarkApplyRecords is a replica's work on a records frame of the
-// pump, frame.applyTo: decode each entry and apply it, for 1,000 RL.BUCKET keys, with
-// the records as persistence encodes them (record=persist, a full sync)
-// and as the pump sends a kept change (record=state, the engine's
-// layout). ns/op is per record.
+// pump (frame.applyTo): decode each entry and apply it, for 1,000
+// RL.BUCKET keys, with the records as persistence encodes them
+// (record=persist, as a full sync sends them) and as the pump
+// sends a kept change (record=state, the engine's layout). ns/record is
+// per record.
 func BenchmarkApplyRecords(b *testing.B) {
 	const n = 1000
 	const now = int64(1_800_000_000_000_000_000)
