@@ -112,13 +112,14 @@ func leasesToLog(dst []int64, dl uint64, w words, runs []byte) []int64 {
 	return dst
 }
 
-func leasesFromLog(dl uint64, w words, log []int64) (words, []byte) {
-	var ls []lease
+func leasesFromLog(dst []byte, dl uint64, w words, log []int64) (words, []byte) {
+	var stack [16]lease // as leasesToLog: most keys hold few leases
+	ls := stack[:0]
 	for i := 0; i+2 < len(log); i += 3 {
 		ls = append(ls, lease{log[i], log[i+1], log[i+2]})
 	}
 	w.b, w.c = 0, int64(len(ls))
-	return w, appendLeases(nil, ls, dl)
+	return w, appendLeases(dst, ls, dl)
 }
 
 // liveLeases keeps the leases of ls alive at now (end > now), in place,

@@ -93,9 +93,9 @@ var logAlgorithm = Algorithm{
 	toLog: func(dst []int64, dl uint64, _ words, runs []byte) []int64 {
 		return decodeRuns(dst, dl, runs)
 	},
-	fromLog: func(dl uint64, w words, log []int64) (words, []byte) {
+	fromLog: func(dst []byte, dl uint64, w words, log []int64) (words, []byte) {
 		w.b = int64(logOldest(log))
-		return w, appendRuns(nil, dl, log)
+		return w, appendRuns(dst, dl, log)
 	},
 }
 
@@ -248,7 +248,8 @@ func logOldest(words []int64) uint64 {
 // form) as runs, newest first, relative to deadline dl.
 func appendRuns(dst []byte, dl uint64, words []int64) []byte {
 	type run struct{ t, n int64 }
-	var rs []run
+	var stack [128]run // a log of up to 128 runs needs no allocation
+	rs := stack[:0]
 	for i := 0; i < len(words); {
 		if v := words[i]; v < 0 && i+1 < len(words) {
 			rs = append(rs, run{-v - 1, words[i+1]})
@@ -258,6 +259,7 @@ func appendRuns(dst []byte, dl uint64, words []int64) []byte {
 			i++
 		}
 	}
+	dst = slices.Grow(dst, 6*len(rs)) // a run a second apart takes 6 bytes
 	prev := dl
 	for k := len(rs) - 1; k >= 0; k-- {
 		dst = binary.AppendUvarint(dst, uint64(rs[k].n))

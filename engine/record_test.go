@@ -93,7 +93,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		pad := r.IntN(3)
 		var runs []byte
 		if a := algorithmOf(kind); a.hasRuns {
-			e.w, runs = a.fromLog(uint64(e.deadline), e.w, words)
+			e.w, runs = a.fromLog(nil, uint64(e.deadline), e.w, words)
 		} else if sec.last != 0 {
 			runs = appendSection(nil, uint64(e.deadline), sec)
 		}
@@ -483,6 +483,9 @@ func FuzzApplyState(f *testing.F) {
 		{Key: "k", Kind: KindFixed, Deadline: 5e9, A: 1e9, B: 7},
 		{Key: "k", Kind: KindThrottle, Deadline: 5e9, A: 4e9},
 		{Key: "k", Kind: KindSlide, Deadline: 5e9, A: 1e9, B: 4, C: 2},
+		{Key: "k", Kind: KindLease, Deadline: 5e9, A: 3, Log: []int64{4e9, 4.5e9, 2, 4.1e9, 4.9e9, 1}},
+		{Key: "k", Kind: KindLog, Deadline: 5e9, A: 300, Log: longLog(300)},
+		{Key: "k", Kind: KindBucket, Deadline: 5e9, A: 10, B: 1e9, C: 3, Log: []int64{4e9, 1e6, 2, 3.5e9, 1, 4e9, 1}}, // reservations
 	} {
 		e := New(1)
 		var st []byte

@@ -1,6 +1,9 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"sync"
+)
 
 // Record is one key's absolute state, the unit that persistence and
 // replication carry: "key K holds state S" (Kind != KindNone) or "key K is
@@ -30,33 +33,40 @@ var ErrState = errors.New("engine: malformed record state")
 // checked: bytes that are not exactly one state give ErrState, never a
 // panic.
 func DecodeState(key string, kind Kind, state []byte) (r Record, err error) {
+	if kind != KindNone || len(state) != 0 {
+		err = decodeStateInto(&r, kind, state)
+	}
 	r.Key = key
-	switch {
-	case kind == KindNone && len(state) == 0:
-		return r, nil
-	case !kind.Known() || len(state) < 8:
-		return r, ErrState
+	return r, err
+}
+
+// decodeStateInto makes *r the Record of a live state of kind, but for
+// its key, reusing r.Log; on ErrState *r is zero.
+func decodeStateInto(r *Record, kind Kind, state []byte) (err error) {
+	if !kind.Known() || len(state) < 8 {
+		*r = Record{}
+		return ErrState
 	}
 	// The layout's decoders trust their input, as they trust the
 	// engine's memory: a malformed state runs them out of bounds, which
 	// is recovered here.
 	defer func() {
 		if recover() != nil {
-			r, err = Record{Key: key}, ErrState
+			*r, err = Record{}, ErrState
 		}
 	}()
 	e, runs, end := decodeState(state, 0, kind)
 	if end != len(state) {
-		return r, ErrState
+		*r = Record{}
+		return ErrState
 	}
 	p := parsed{hdr: byte(kind), e: e}
 	if runs != 0 {
 		n, j := uvarint(state, runs)
 		p.runs = state[j : j+int(n) : j+int(n)]
 	}
-	fillRecord(&r, p)
-	r.Key = key
-	return r, nil
+	fillRecord(r, p)
+	return nil
 }
 
 // recordOf turns a parsed record into the Record persistence carries.
@@ -126,7 +136,7 @@ func (e *Engine) apply(r Record, now int64, quiet bool) bool {
 	if r.Kind == KindNone || now >= r.Deadline {
 		en = entry{} // a deletion
 	} else if a := algorithmOf(r.Kind); a.hasRuns {
-		en.w, runs = a.fromLog(uint64(r.Deadline), en.w, r.Log)
+		en.w, runs = a.fromLog(nil, uint64(r.Deadline), en.w, r.Log)
 	} else if rv := sectionOfLog(r.Log); rv.last != 0 && reserves(r.Kind) {
 		runs = appendSection(nil, uint64(r.Deadline), rv)
 	}
@@ -164,8 +174,11 @@ func (e *Engine) put(key []byte, en entry, runs []byte, now int64, quiet bool) b
 // state is checked as DecodeState checks it (ErrState, and nothing
 // changes). A state of words alone (CL.THROTTLE, RL.FIXED, RL.SLIDE,
 // RL.BUCKET without reservations: most of a stream) is stored as it was
-// decoded, with no Record between and no allocation; one with runs or a
-// section takes Apply's path, which encodes them anew. key is only read.
+// decoded, with no Record between. One with runs (RL.LOG, a lease key)
+// takes Apply's path, decoding the runs into a log and encoding them
+// anew, in buffers kept for the next (statePool). Neither allocates once
+// the buffers have grown. A section (reservations) takes Apply's path as
+// it is. key is only read.
 func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (held bool, err error) {
 	if kind == KindNone && len(state) == 0 {
 		return e.put(key, entry{}, nil, now, false), nil
@@ -174,6 +187,8 @@ func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (hel
 	switch {
 	case err != nil:
 		return false, err
+	case runs && algorithmOf(kind).hasRuns:
+		return e.applyRuns(key, kind, state, now)
 	case runs:
 		r, err := DecodeState(string(key), kind, state)
 		if err != nil {
@@ -182,6 +197,34 @@ func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (hel
 		return e.apply(r, now, false), nil
 	}
 	return e.put(key, en, nil, now, false), nil
+}
+
+// stateScratch is applyRuns's buffers: a state's log as Record.Log
+// carries it, and its runs encoded anew.
+type stateScratch struct {
+	log  []int64
+	runs []byte
+}
+
+// statePool keeps applyRuns's buffers from one call to the next.
+var statePool = sync.Pool{New: func() any { return new(stateScratch) }}
+
+// applyRuns is ApplyState for a state with runs: apply(DecodeState(...))
+// with the Record's log and the runs in pooled buffers.
+func (e *Engine) applyRuns(key []byte, kind Kind, state []byte, now int64) (bool, error) {
+	sc := statePool.Get().(*stateScratch)
+	defer statePool.Put(sc)
+	r := Record{Log: sc.log[:0]}
+	if err := decodeStateInto(&r, kind, state); err != nil {
+		return false, err
+	}
+	sc.log = r.Log[:0]
+	if now >= r.Deadline {
+		return e.put(key, entry{}, nil, now, false), nil
+	}
+	en := entry{kind: r.Kind, deadline: r.Deadline, w: words{r.A, r.B, r.C}}
+	en.w, sc.runs = algorithmOf(kind).fromLog(sc.runs[:0], uint64(r.Deadline), en.w, r.Log)
+	return e.put(key, en, sc.runs, now, false), nil
 }
 
 // CheckState reports whether DecodeState would take state (ErrState if

@@ -236,8 +236,9 @@ func TestStateRecordsArePinned(t *testing.T) {
 // pump (frame.applyTo): decode each entry and apply it, for 1,000
 // RL.BUCKET keys, with the records as persistence encodes them
 // (record=persist, as a full sync sends them) and as the pump
-// sends a kept change (record=state, the engine's layout). ns/record is
-// per record.
+// sends a kept change (record=state, the engine's layout); and 1,000
+// RL.LOG keys of 60 admissions in the engine's layout (record=state-log).
+// ns/record is per record.
 func BenchmarkApplyRecords(b *testing.B) {
 	const n = 1000
 	const now = int64(1_800_000_000_000_000_000)
@@ -255,10 +256,19 @@ func BenchmarkApplyRecords(b *testing.B) {
 	for _, r := range recs {
 		persisted = persist.AppendEntry(persisted, r)
 	}
+	// RL.LOG keys of 60 admissions a second apart, in the engine's layout.
+	for i := range n {
+		log := make([]int64, 60)
+		for j := range log {
+			log[j] = now - 60e9 + int64(j+1)*1e9 + int64(i)
+		}
+		src.Apply(engine.Record{Key: "rl:log:" + strconv.Itoa(100000+i), Kind: engine.KindLog, Deadline: log[59] + 60e9, A: 60, Log: log}, now)
+	}
+	logs, _ := feed.Append(nil)
 	for _, tc := range []struct {
 		name string
 		body []byte
-	}{{"persist", persisted}, {"state", state}} {
+	}{{"persist", persisted}, {"state", state}, {"state-log", logs}} {
 		b.Run("record="+tc.name, func(b *testing.B) {
 			e := engine.New(1)
 			b.ReportAllocs()
