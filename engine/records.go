@@ -33,39 +33,63 @@ var ErrState = errors.New("engine: malformed record state")
 // checked: bytes that are not exactly one state give ErrState, never a
 // panic.
 func DecodeState(key string, kind Kind, state []byte) (r Record, err error) {
-	if kind != KindNone || len(state) != 0 {
-		err = decodeStateInto(&r, kind, state)
-	}
+	err = decodeStateInto(&r, kind, state)
 	r.Key = key
 	return r, err
 }
 
-// decodeStateInto makes *r the Record of a live state of kind, but for
-// its key, reusing r.Log; on ErrState *r is zero.
-func decodeStateInto(r *Record, kind Kind, state []byte) (err error) {
-	if !kind.Known() || len(state) < 8 {
-		*r = Record{}
-		return ErrState
+// decodeStateInto makes *r the Record of state (a deletion for KindNone
+// and no state), but for its key, reusing r.Log; on ErrState *r is zero.
+func decodeStateInto(r *Record, kind Kind, state []byte) error {
+	if kind == KindNone && len(state) == 0 {
+		*r = Record{Log: r.Log[:0]}
+		return nil
 	}
-	// The layout's decoders trust their input, as they trust the
-	// engine's memory: a malformed state runs them out of bounds, which
-	// is recovered here.
+	en, runs, err := parseState(kind, state)
+	if err == nil {
+		err = fillChecked(r, en, runs)
+	}
+	if err != nil {
+		*r = Record{}
+	}
+	return err
+}
+
+// The layout's decoders trust their input, as they trust the engine's
+// memory: a malformed state runs them out of bounds. parseState and
+// fillChecked recover that as ErrState.
+
+// parseState parses a live state of kind: its words, and its runs or
+// section (nil if none), not yet decoded.
+func parseState(kind Kind, state []byte) (en entry, runs []byte, err error) {
+	if !kind.Known() || len(state) < 8 {
+		return entry{}, nil, ErrState
+	}
 	defer func() {
 		if recover() != nil {
-			*r, err = Record{}, ErrState
+			en, runs, err = entry{}, nil, ErrState
 		}
 	}()
-	e, runs, end := decodeState(state, 0, kind)
+	en, at, end := decodeState(state, 0, kind)
 	if end != len(state) {
-		*r = Record{}
-		return ErrState
+		return entry{}, nil, ErrState
 	}
-	p := parsed{hdr: byte(kind), e: e}
-	if runs != 0 {
-		n, j := uvarint(state, runs)
-		p.runs = state[j : j+int(n) : j+int(n)]
+	if at != 0 {
+		n, j := uvarint(state, at)
+		runs = state[j : j+int(n) : j+int(n)]
 	}
-	fillRecord(r, p)
+	return en, runs, nil
+}
+
+// fillChecked is fillRecord for a state parseState parsed, whose runs or
+// section may still be malformed.
+func fillChecked(r *Record, en entry, runs []byte) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = ErrState
+		}
+	}()
+	fillRecord(r, parsed{hdr: byte(en.kind), e: en, runs: runs})
 	return nil
 }
 
@@ -131,22 +155,32 @@ func (e *Engine) Restore(r Record, now int64) bool { return e.apply(r, now, true
 func (e *Engine) Apply(r Record, now int64) bool { return e.apply(r, now, false) }
 
 func (e *Engine) apply(r Record, now int64, quiet bool) bool {
-	en := entry{kind: r.Kind, deadline: r.Deadline, w: words{r.A, r.B, r.C}}
-	var runs []byte
+	en, runs := storedForm(&r, now, nil)
+	return e.put([]byte(r.Key), en, runs, quiet)
+}
+
+// storedForm returns the entry that stores r at now and its runs (an
+// RL.LOG's log, a lease key's leases or a section, encoded onto dst),
+// or a zero entry (KindNone) when r is a deletion or expired at now.
+func storedForm(r *Record, now int64, dst []byte) (entry, []byte) {
 	if r.Kind == KindNone || now >= r.Deadline {
-		en = entry{} // a deletion
-	} else if a := algorithmOf(r.Kind); a.hasRuns {
-		en.w, runs = a.fromLog(nil, uint64(r.Deadline), en.w, r.Log)
-	} else if rv := sectionOfLog(r.Log); rv.last != 0 && reserves(r.Kind) {
-		runs = appendSection(nil, uint64(r.Deadline), rv)
+		return entry{}, nil
 	}
-	return e.put([]byte(r.Key), en, runs, now, quiet)
+	en := entry{kind: r.Kind, deadline: r.Deadline, w: words{r.A, r.B, r.C}}
+	if a := algorithmOf(r.Kind); a.hasRuns {
+		en.w, dst = a.fromLog(dst, uint64(r.Deadline), en.w, r.Log)
+		return en, dst
+	}
+	if rv := sectionOfLog(r.Log); rv.last != 0 && reserves(r.Kind) {
+		return en, appendSection(dst, uint64(r.Deadline), rv)
+	}
+	return en, nil
 }
 
 // put stores en (with its runs or section) as key's record, or removes
-// key when en is expired at now or zero (KindNone). quiet marks nothing
-// for the feeds (Restore). It reports whether the key is held afterwards.
-func (e *Engine) put(key []byte, en entry, runs []byte, now int64, quiet bool) bool {
+// key when en is zero (KindNone). quiet marks nothing for the feeds
+// (Restore). It reports whether the key is held afterwards.
+func (e *Engine) put(key []byte, en entry, runs []byte, quiet bool) bool {
 	s, h := e.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,7 +193,7 @@ func (e *Engine) put(key []byte, en entry, runs []byte, now int64, quiet bool) b
 	// the changes that are ours stay listed.
 	s.quiet = quiet
 	defer func() { s.quiet = false }()
-	if en.kind == KindNone || now >= en.deadline {
+	if en.kind == KindNone {
 		if ok {
 			s.removeLocked(off, tagOf(h))
 		}
@@ -170,93 +204,49 @@ func (e *Engine) put(key []byte, en entry, runs []byte, now int64, quiet bool) b
 }
 
 // ApplyState is Apply(DecodeState(key, kind, state), now): a replica
-// applying a change its primary sent in the engine's own layout. The
-// state is checked as DecodeState checks it (ErrState, and nothing
-// changes). A state of words alone (CL.THROTTLE, RL.FIXED, RL.SLIDE,
-// RL.BUCKET without reservations: most of a stream) is stored as it was
-// decoded, with no Record between. One with runs (RL.LOG, a lease key)
-// takes Apply's path, decoding the runs into a log and encoding them
-// anew, in buffers kept for the next (statePool). Neither allocates once
-// the buffers have grown. A section (reservations) takes Apply's path as
-// it is. key is only read.
+// applying a change its primary sent in the engine's own layout, with
+// DecodeState's check (ErrState, and nothing changes), and the key only
+// read. A state of words alone (CL.THROTTLE, RL.FIXED, RL.SLIDE,
+// RL.BUCKET without reservations: most of a stream) is stored as parsed,
+// with no Record between (a Record there cost a quarter of the apply).
+// One with runs or a section takes Apply's path without the key, its
+// log decoded and encoded anew in buffers kept from one call to the next
+// (statePool). Neither allocates once the buffers have grown (a
+// section's reservations aside).
 func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (held bool, err error) {
 	if kind == KindNone && len(state) == 0 {
-		return e.put(key, entry{}, nil, now, false), nil
+		return e.put(key, entry{}, nil, false), nil
 	}
-	en, runs, err := stateWords(kind, state)
+	en, runs, err := parseState(kind, state)
 	switch {
 	case err != nil:
 		return false, err
-	case runs && algorithmOf(kind).hasRuns:
-		return e.applyRuns(key, kind, state, now)
-	case runs:
-		r, err := DecodeState(string(key), kind, state)
-		if err != nil {
-			return false, err
+	case runs == nil:
+		if now >= en.deadline {
+			en = entry{} // expired: a deletion, as storedForm has it
 		}
-		return e.apply(r, now, false), nil
+		return e.put(key, en, nil, false), nil
 	}
-	return e.put(key, en, nil, now, false), nil
+	sc := statePool.Get().(*stateScratch)
+	defer statePool.Put(sc)
+	r := Record{Log: sc.log[:0]}
+	if err := fillChecked(&r, en, runs); err != nil {
+		return false, err
+	}
+	en, runs = storedForm(&r, now, sc.runs[:0])
+	sc.log, sc.runs = r.Log[:0], runs[:0]
+	return e.put(key, en, runs, false), nil
 }
 
-// stateScratch is applyRuns's buffers: a state's log as Record.Log
+// stateScratch is ApplyState's buffers: a state's log as Record.Log
 // carries it, and its runs encoded anew.
 type stateScratch struct {
 	log  []int64
 	runs []byte
 }
 
-// statePool keeps applyRuns's buffers from one call to the next.
+// statePool keeps ApplyState's buffers from one call to the next.
 var statePool = sync.Pool{New: func() any { return new(stateScratch) }}
-
-// applyRuns is ApplyState for a state with runs: apply(DecodeState(...))
-// with the Record's log and the runs in pooled buffers.
-func (e *Engine) applyRuns(key []byte, kind Kind, state []byte, now int64) (bool, error) {
-	sc := statePool.Get().(*stateScratch)
-	defer statePool.Put(sc)
-	r := Record{Log: sc.log[:0]}
-	if err := decodeStateInto(&r, kind, state); err != nil {
-		return false, err
-	}
-	sc.log = r.Log[:0]
-	if now >= r.Deadline {
-		return e.put(key, entry{}, nil, now, false), nil
-	}
-	en := entry{kind: r.Kind, deadline: r.Deadline, w: words{r.A, r.B, r.C}}
-	en.w, sc.runs = algorithmOf(kind).fromLog(sc.runs[:0], uint64(r.Deadline), en.w, r.Log)
-	return e.put(key, en, sc.runs, now, false), nil
-}
-
-// CheckState reports whether DecodeState would take state (ErrState if
-// not), building a Record only for a state with runs or a section.
-func CheckState(kind Kind, state []byte) error {
-	if kind == KindNone && len(state) == 0 {
-		return nil
-	}
-	_, runs, err := stateWords(kind, state)
-	if err == nil && runs {
-		_, err = DecodeState("", kind, state)
-	}
-	return err
-}
-
-// stateWords decodes a live state's words as DecodeState does, and
-// reports whether runs or a section follow them (not decoded here).
-func stateWords(kind Kind, state []byte) (en entry, runs bool, err error) {
-	if !kind.Known() || len(state) < 8 {
-		return entry{}, false, ErrState
-	}
-	defer func() { // see DecodeState
-		if recover() != nil {
-			en, runs, err = entry{}, false, ErrState
-		}
-	}()
-	en, at, end := decodeState(state, 0, kind)
-	if end != len(state) {
-		return entry{}, false, ErrState
-	}
-	return en, at != 0, nil
-}
 
 // Take removes every live key that match selects and returns their
 // records: a slot range leaving this node for another shard. Deletions
