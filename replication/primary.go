@@ -104,13 +104,16 @@ func (l *link) run(s Sync, pending []byte) {
 
 // replicaOutputLimit is how many stream bytes may wait for one replica
 // before its link is dropped: Redis's client-output-buffer-limit for
-// replicas (256mb hard).
-const replicaOutputLimit = 256 << 20
+// replicas (256mb hard). A variable for tests.
+var replicaOutputLimit = 256 << 20
 
 // queueLocked adds stream bytes to every link's output, dropping the
 // links that are too far behind. m.mu must be held.
 func (m *Manager) queueLocked(p []byte) {
-	for _, l := range slices.Clone(m.links) { // closeLocked removes from m.links
+	// From the last: closeLocked removes a link from m.links, which
+	// moves only the links after it, already served.
+	for i := len(m.links) - 1; i >= 0; i-- {
+		l := m.links[i]
 		l.out = append(l.out, p...)
 		if len(l.out) > replicaOutputLimit {
 			m.log.Warn("replica too far behind, dropping its link", "addr", l.conn.RemoteAddr(), "pending_bytes", len(l.out))

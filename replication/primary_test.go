@@ -1,0 +1,121 @@
+package replication
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReplicaTooFarBehindIsDropped: a replica that stops reading is
+// dropped once more than replicaOutputLimit bytes wait for it, and the
+// replica attached after it still gets every change, before the drop and
+// after. The stalled replica is attached first, so a drop that moved the
+// other link while the links were being served would skip its share.
+func TestReplicaTooFarBehindIsDropped(t *testing.T) {
+	was := replicaOutputLimit
+	replicaOutputLimit = 64 << 10
+	t.Cleanup(func() { replicaOutputLimit = was })
+	e := engine.New(4)
+	m := running(t, New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+
+	// attach connects a replica and reads its full sync; with small
+	// socket buffers, a replica that stops reading fills them soon.
+	attach := func(small bool) (net.Conn, *bufio.Reader) {
+		t.Helper()
+		replica, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { replica.Close() })
+		conn, err := ln.Accept()
+		require.NoError(t, err)
+		if small {
+			require.NoError(t, replica.(*net.TCPConn).SetReadBuffer(4096))
+			require.NoError(t, conn.(*net.TCPConn).SetWriteBuffer(4096))
+		}
+		m.Serve(conn, nil, Sync{ReplID: "?", Offset: -1})
+		br := bufio.NewReader(replica)
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(line, "+FULLRESYNC "), line)
+		for {
+			_, f, err := readFrame(br)
+			require.NoError(t, err)
+			if f.kind == frameSyncEnd {
+				return replica, br
+			}
+		}
+	}
+	links := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.links)
+	}
+	stalled, stalledBr := attach(true)
+	_, br := attach(false)
+	require.Equal(t, 2, links())
+
+	// The reading replica collects the keys its records frames carry.
+	seen := make(chan string, 1<<16)
+	go func() {
+		defer close(seen)
+		for {
+			_, f, err := readFrame(br)
+			if err != nil {
+				return
+			}
+			if f.kind == frameRecords {
+				_ = f.records(func(r engine.Record) error { seen <- r.Key; return nil })
+			}
+		}
+	}()
+	// Each round writes 500 keys and pumps them, some 20 KB of stream,
+	// and waits until the reading replica has them all: only the stalled
+	// one falls behind.
+	const rounds, perRound = 20, 500
+	round := func(r int) {
+		t.Helper()
+		want := map[string]bool{}
+		for i := range perRound {
+			key := fmt.Sprintf("r%d:k%d", r, i)
+			want[key] = true
+			_, err := e.Store().Limit(engine.KindFixed, []byte(key),
+				engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 1}, t0)
+			require.NoError(t, err)
+		}
+		m.serial.Lock()
+		m.pump(false)
+		m.serial.Unlock()
+		deadline := time.After(10 * time.Second)
+		for len(want) > 0 {
+			select {
+			case k, ok := <-seen:
+				require.True(t, ok, "round %d: the reading replica's link closed with %d keys not seen", r, len(want))
+				delete(want, k)
+			case <-deadline:
+				t.Fatalf("round %d: the reading replica never saw %d keys", r, len(want))
+			}
+		}
+	}
+	r := 0
+	for ; links() == 2; r++ {
+		require.Less(t, r, rounds, "the replica that stopped reading is still attached after %d bytes", rounds*perRound*40)
+		round(r)
+	}
+	round(r) // after the drop
+
+	// The stalled replica's link was closed: what it was sent ends.
+	require.NoError(t, stalled.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.Copy(io.Discard, stalledBr)
+	require.NoError(t, err, "the dropped replica's link ends (EOF), rather than stalling")
+	require.Equal(t, 1, links(), "the reading replica stays attached")
+}
