@@ -116,7 +116,7 @@ func TestRecordRoundTrip(t *testing.T) {
 				sec.pend = got.pend[:0]
 			}
 			require.Equal(t, sec, got, "seed %d n %d", seed, n)
-			require.Equal(t, sec, sectionOfLog(recordOf(p).Log), "Record.Log carries the section")
+			require.Equal(t, sec, sectionOfLog(recordOf(p).Log, nil), "Record.Log carries the section")
 		} else {
 			require.Nil(t, p.runs, "no section")
 		}

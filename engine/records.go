@@ -110,7 +110,8 @@ func fillRecord(r *Record, p parsed) {
 		r.Log = a.toLog(r.Log, uint64(e.deadline), e.w, p.runs)
 		r.B = 0 // derived from the log (RL.LOG's oldest time; a lease key has none)
 	} else if p.runs != nil { // a section (reserve.go)
-		r.Log = sectionLog(r.Log, decodeSection(p.runs, uint64(e.deadline), nil))
+		var pends [16]pend // most lines are short: no allocation
+		r.Log = sectionLog(r.Log, decodeSection(p.runs, uint64(e.deadline), pends[:0]))
 	}
 }
 
@@ -171,7 +172,8 @@ func storedForm(r *Record, now int64, dst []byte) (entry, []byte) {
 		en.w, dst = a.fromLog(dst, uint64(r.Deadline), en.w, r.Log)
 		return en, dst
 	}
-	if rv := sectionOfLog(r.Log); rv.last != 0 && reserves(r.Kind) {
+	var pends [16]pend // most lines are short: no allocation
+	if rv := sectionOfLog(r.Log, pends[:0]); rv.last != 0 && reserves(r.Kind) {
 		return en, appendSection(dst, uint64(r.Deadline), rv)
 	}
 	return en, nil
@@ -211,8 +213,8 @@ func (e *Engine) put(key []byte, en entry, runs []byte, quiet bool) bool {
 // with no Record between (a Record there cost a quarter of the apply).
 // One with runs or a section takes Apply's path without the key, its
 // log decoded and encoded anew in buffers kept from one call to the next
-// (statePool). Neither allocates once the buffers have grown (a
-// section's reservations aside).
+// (statePool). Neither allocates once the buffers have grown (a line of
+// more than 16 reservations aside).
 func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (held bool, err error) {
 	if kind == KindNone && len(state) == 0 {
 		return e.put(key, entry{}, nil, false), nil

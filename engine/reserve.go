@@ -143,9 +143,10 @@ func sectionLog(dst []int64, rv resv) []int64 {
 	return dst
 }
 
-// sectionOfLog is sectionLog's inverse (a malformed tail is dropped).
-func sectionOfLog(log []int64) resv {
-	var rv resv
+// sectionOfLog is sectionLog's inverse (a malformed tail is dropped),
+// its reservations appended to dst[:0].
+func sectionOfLog(log []int64, dst []pend) resv {
+	rv := resv{pend: dst[:0]}
 	if len(log) < 3 {
 		return rv
 	}

@@ -237,7 +237,8 @@ func TestStateRecordsArePinned(t *testing.T) {
 // RL.BUCKET keys, with the records as persistence encodes them
 // (record=persist, as a full sync sends them) and as the pump
 // sends a kept change (record=state, the engine's layout); and 1,000
-// RL.LOG keys of 60 admissions in the engine's layout (record=state-log).
+// RL.LOG keys of 60 admissions in the engine's layout (record=state-log),
+// and 1,000 RL.BUCKET keys with four reservations in line (state-line).
 // ns/record is per record.
 func BenchmarkApplyRecords(b *testing.B) {
 	const n = 1000
@@ -265,10 +266,20 @@ func BenchmarkApplyRecords(b *testing.B) {
 		src.Apply(engine.Record{Key: "rl:log:" + strconv.Itoa(100000+i), Kind: engine.KindLog, Deadline: log[59] + 60e9, A: 60, Log: log}, now)
 	}
 	logs, _ := feed.Append(nil)
+	// RL.BUCKET keys with a line of four reservations each.
+	for i := range n {
+		key := []byte("rl:line:" + strconv.Itoa(100000+i))
+		for range 5 { // the first is admitted, the next four wait
+			if _, err := src.Store().Reserve(engine.KindBucket, key, engine.Params{Limit: 1, Window: 1e9, Rate: 1, Cost: 1}, 10e9, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	lines, _ := feed.Append(nil)
 	for _, tc := range []struct {
 		name string
 		body []byte
-	}{{"persist", persisted}, {"state", state}, {"state-log", logs}} {
+	}{{"persist", persisted}, {"state", state}, {"state-log", logs}, {"state-line", lines}} {
 		b.Run("record="+tc.name, func(b *testing.B) {
 			e := engine.New(1)
 			b.ReportAllocs()
