@@ -784,3 +784,40 @@ func testVersion2StoreLoads(t *testing.T) {
 	e3, _ := reload(t, fs, t0+2)
 	require.Equal(t, dump(e2, t0+2), dump(e3, t0+2))
 }
+
+// TestSnapshotKeepsItsBuffer: a small snapshot after a large one (a fold
+// step and the snapshots around it) keeps the large one's buffer, so the
+// next large one does not grow a new buffer by doubling; once snapshots
+// stay small for some ten of them, the large buffer is let go.
+func TestSnapshotKeepsItsBuffer(t *testing.T) {
+	st, err := Open(Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer st.Close()
+	e := engine.New(16)
+	// 200,000 keys held before the snapshotter's feed starts: none of
+	// its snapshots writes them all, and no fold comes in the 150,000
+	// entries written below (one is due past foldRatio entries a key).
+	fillThrottle(t, e, 0, 200_000, t0)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	now := t0
+	save := func(keys int) {
+		t.Helper()
+		now++
+		fillThrottle(t, e, 0, keys, now) // every call changes its key
+		require.NoError(t, snap.Save())
+		require.Equal(t, int64(keys), snap.lastCount.Load(), "a snapshot writes what changed")
+	}
+	save(20_000) // some 500 KB: four times a small one and a chunk more
+	kept := cap(snap.buf)
+	require.NotZero(t, kept)
+	for i := range 5 {
+		for _, keys := range []int{500, 20_000} {
+			save(keys)
+			require.Equal(t, kept, cap(snap.buf), "round %d: after a snapshot of %d changes, the buffer is the one grown before", i, keys)
+		}
+	}
+	for range 30 {
+		save(500)
+	}
+	require.Less(t, cap(snap.buf), kept/4, "a large buffer is let go once snapshots stay small")
+}

@@ -32,6 +32,11 @@ type Snapshotter struct {
 
 	mu  sync.Mutex // one snapshot at a time; guards the fields below
 	buf []byte     // this snapshot's entries (reused)
+	// bufPeak is the largest len(buf) of the recent snapshots, in bytes:
+	// it falls by an eighth a snapshot. buf is let go only when it is
+	// much larger than that, so snapshots whose sizes alternate (a fold
+	// step among the others) do not grow a new buffer each time.
+	bufPeak int
 	// fold: the next snapshot writes every key and drops every older
 	// segment. Set after a failed snapshot, whose changes the feed no
 	// longer lists.
@@ -284,8 +289,9 @@ func (s *Snapshotter) saveLocked() (err error) {
 	s.unwritten.Store(0)
 	s.sinceFold, s.round = folding.Since, foldRound{on: folding.Start > 0, start: folding.Start, next: folding.Next}
 	s.fold = false
-	if cap(s.buf) > 4*len(s.buf)+chunkSize {
-		s.buf = nil // a fold's buffer, or a burst's: not kept for the seconds after
+	s.bufPeak = max(len(s.buf), s.bufPeak-s.bufPeak/8)
+	if cap(s.buf) > 4*s.bufPeak+chunkSize {
+		s.buf = nil // a burst's buffer: let go some ten snapshots after it
 	}
 	return nil
 }
