@@ -74,8 +74,11 @@ type feedShard struct {
 	flushed bool
 	muted   bool // Mute: nothing is listed
 	// An encoded feed's kept changes, encoded as they were made and in
-	// that order, all older than anything listed in dirty and deleted:
-	// once out holds max bytes, changes are listed until the next read.
+	// that order: its deletions, all of them (a deletion is small and its
+	// key at hand; an encoded feed lists none), and its writes until out
+	// holds max bytes, all older than any write listed in dirty; then
+	// writes are listed until the next read. A listed write is read as
+	// the key stands then, so it follows the deletions before it.
 	// kept remembers the tags of the records kept since the read, one per
 	// slot: a record whose tag is there is listed. A tag overwritten by
 	// another is forgotten, and its record kept again at its next change:
@@ -369,7 +372,7 @@ func (s *shard) deletedLocked(p parsed) {
 		}
 		fs.n++
 		fs.pending.Add(1)
-		if fs.enc != nil && len(fs.out) < fs.max {
+		if fs.enc != nil {
 			fs.out = fs.appendDeleted(fs.out, p.key)
 			continue
 		}

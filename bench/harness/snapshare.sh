@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What snapshots take of a server's CPU, from cpuprofile.sh's profiles: for each profile given,
 # the share of its samples in snapshot work (persist's snapshotter, Pebble's commits, flushes and
-# compactions, the engine's change feed, and marking a written key for the feeds), and the
+# compactions, the engine's change feed, and marking a written or deleted key for the feeds), and the
 # ns per request that is, from runs.txt beside it.
 #
 # A 10 s profile holds some 800 samples, so a share of 2% is 16 of them: one run's share moves by
@@ -10,7 +10,7 @@
 #
 # Usage: [POOL=1] bench/harness/snapshare.sh bench/data/<dir>/*.pprof
 set -euo pipefail
-focus='persist\.|pebble|markDirtyLocked|engine\.\(\*Feed\)'
+focus='persist\.|pebble|markDirtyLocked|deletedLocked|engine\.\(\*Feed\)'
 if [[ ${POOL:-0} == 1 ]]; then
 	go tool pprof -top -focus="$focus" "$@" 2>/dev/null | grep -E '^Showing nodes accounting' | head -1 |
 		sed -E "s/.*, ([0-9.]+)% of ([0-9.]+s).*/pooled over $# profiles: snapshot share \1% of \2 of samples/"
