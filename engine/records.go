@@ -172,9 +172,11 @@ func storedForm(r *Record, now int64, dst []byte) (entry, []byte) {
 		en.w, dst = a.fromLog(dst, uint64(r.Deadline), en.w, r.Log)
 		return en, dst
 	}
-	var pends [16]pend // most lines are short: no allocation
-	if rv := sectionOfLog(r.Log, pends[:0]); rv.last != 0 && reserves(r.Kind) {
-		return en, appendSection(dst, uint64(r.Deadline), rv)
+	if reserves(r.Kind) && len(r.Log) >= 3 { // a section (sectionLog)
+		var pends [16]pend // most lines are short: no allocation
+		if rv := sectionOfLog(r.Log, pends[:0]); rv.last != 0 {
+			return en, appendSection(dst, uint64(r.Deadline), rv)
+		}
 	}
 	return en, nil
 }
