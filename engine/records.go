@@ -32,27 +32,20 @@ var ErrState = errors.New("engine: malformed record state")
 // memory. state comes from another process (a primary's stream), so it is
 // checked: bytes that are not exactly one state give ErrState, never a
 // panic.
-func DecodeState(key string, kind Kind, state []byte) (r Record, err error) {
-	err = decodeStateInto(&r, kind, state)
-	r.Key = key
-	return r, err
-}
-
-// decodeStateInto makes *r the Record of state (a deletion for KindNone
-// and no state), but for its key, reusing r.Log; on ErrState *r is zero.
-func decodeStateInto(r *Record, kind Kind, state []byte) error {
+func DecodeState(key string, kind Kind, state []byte) (Record, error) {
 	if kind == KindNone && len(state) == 0 {
-		*r = Record{Log: r.Log[:0]}
-		return nil
+		return Record{Key: key}, nil
 	}
 	en, runs, err := parseState(kind, state)
+	var r Record
 	if err == nil {
-		err = fillChecked(r, en, runs)
+		err = fillChecked(&r, en, runs)
 	}
 	if err != nil {
-		*r = Record{}
+		return Record{Key: key}, err
 	}
-	return err
+	r.Key = key
+	return r, nil
 }
 
 // The layout's decoders trust their input, as they trust the engine's

@@ -129,24 +129,7 @@ func TestWaitSendsAHeartbeatAfterItsRecords(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	replica, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	t.Cleanup(func() { replica.Close() })
-	conn, err := ln.Accept()
-	require.NoError(t, err)
-	m.Serve(conn, nil, Sync{ReplID: "?", Offset: -1})
-
-	br := bufio.NewReader(replica)
-	line, err := br.ReadString('\n')
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(line, "+FULLRESYNC "), line)
-	for {
-		_, f, err := readFrame(br)
-		require.NoError(t, err)
-		if f.kind == frameSyncEnd {
-			break
-		}
-	}
+	replica, _ := attachReplica(t, m, ln, false)
 	_, err = replica.Write(appendCommand(nil, "REPLCONF", "ACK", "0"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { n, _ := m.Wait(1, 0, false, false); return n == 1 },

@@ -29,39 +29,13 @@ func TestReplicaTooFarBehindIsDropped(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
 
-	// attach connects a replica and reads its full sync; with small
-	// socket buffers, a replica that stops reading fills them soon.
-	attach := func(small bool) (net.Conn, *bufio.Reader) {
-		t.Helper()
-		replica, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		t.Cleanup(func() { replica.Close() })
-		conn, err := ln.Accept()
-		require.NoError(t, err)
-		if small {
-			require.NoError(t, replica.(*net.TCPConn).SetReadBuffer(4096))
-			require.NoError(t, conn.(*net.TCPConn).SetWriteBuffer(4096))
-		}
-		m.Serve(conn, nil, Sync{ReplID: "?", Offset: -1})
-		br := bufio.NewReader(replica)
-		line, err := br.ReadString('\n')
-		require.NoError(t, err)
-		require.True(t, strings.HasPrefix(line, "+FULLRESYNC "), line)
-		for {
-			_, f, err := readFrame(br)
-			require.NoError(t, err)
-			if f.kind == frameSyncEnd {
-				return replica, br
-			}
-		}
-	}
 	links := func() int {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return len(m.links)
 	}
-	stalled, stalledBr := attach(true)
-	_, br := attach(false)
+	stalled, stalledBr := attachReplica(t, m, ln, true)
+	_, br := attachReplica(t, m, ln, false)
 	require.Equal(t, 2, links())
 
 	// The reading replica collects the keys its records frames carry.
@@ -118,4 +92,32 @@ func TestReplicaTooFarBehindIsDropped(t *testing.T) {
 	_, err = io.Copy(io.Discard, stalledBr)
 	require.NoError(t, err, "the dropped replica's link ends (EOF), rather than stalling")
 	require.Equal(t, 1, links(), "the reading replica stays attached")
+}
+
+// attachReplica connects a replica to m through ln and reads its full
+// sync: the reply line, then the frames up to the sync's end. With small
+// socket buffers, a replica that stops reading fills them soon.
+func attachReplica(t *testing.T, m *Manager, ln net.Listener, small bool) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	replica, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { replica.Close() })
+	conn, err := ln.Accept()
+	require.NoError(t, err)
+	if small {
+		require.NoError(t, replica.(*net.TCPConn).SetReadBuffer(4096))
+		require.NoError(t, conn.(*net.TCPConn).SetWriteBuffer(4096))
+	}
+	m.Serve(conn, nil, Sync{ReplID: "?", Offset: -1})
+	br := bufio.NewReader(replica)
+	line, err := br.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, "+FULLRESYNC "), line)
+	for {
+		_, f, err := readFrame(br)
+		require.NoError(t, err)
+		if f.kind == frameSyncEnd {
+			return replica, br
+		}
+	}
 }
