@@ -22,8 +22,10 @@ import "sync/atomic"
 // The key's later changes before the read are listed, as above, and read
 // back after what was kept, so a hot key costs one encoding and one
 // visit a read, and each key's changes arrive in order. A shard whose
-// buffer reaches the feed's bound lists all its further changes until the
-// read, and a record larger than maxEncoded is always listed.
+// buffer reaches the feed's bound lists all its further writes until the
+// read, and a record larger than maxEncoded is always listed. A deletion
+// is always kept, whatever the bound: it is small, and a write listed
+// after it is read as the key stands at the read.
 //
 // Feeds are created before serving. An engine without feeds (a server in
 // memory only) tracks nothing and pays nothing.
@@ -123,10 +125,10 @@ func (e *Engine) NewFeed() *Feed {
 	return f
 }
 
-// NewEncodedFeed registers a feed read with Append whose first change of
+// NewEncodedFeed registers a feed read with Append whose first write of
 // each key between two reads is encoded by enc as it is made (Feed), up to
-// max bytes a shard; the rest are listed as by NewFeed and encoded when
-// Append runs. The same rules as NewFeed apply.
+// max bytes a shard, and every deletion; the rest are listed as by NewFeed
+// and encoded when Append runs. The same rules as NewFeed apply.
 func (e *Engine) NewEncodedFeed(enc Encoder, max int) *Feed {
 	f := e.NewFeed()
 	f.enc = enc
