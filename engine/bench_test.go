@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,6 +288,61 @@ func BenchmarkFeedSnapshot(b *testing.B) {
 				buf, _ = f.Append(buf[:0])
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(read), "ns/key")
+		})
+	}
+}
+
+// BenchmarkFirstWrites is the write path when every write is a key's
+// first since the feed's last read, as when every call writes and a
+// snapshot reads every second: two goroutines (two event loops) each
+// write their half of 100,000 RL.FIXED keys, in a random order, then,
+// untimed, the feed is read. feed=none is the writes alone; ns/op is per
+// write, so a feed's cost is the difference from none.
+func BenchmarkFirstWrites(b *testing.B) {
+	const keys, workers = 100_000, 2
+	for _, feed := range []string{"none", "set"} {
+		b.Run("feed="+feed, func(b *testing.B) {
+			e := New(16)
+			st := e.Store()
+			p := Params{Limit: 1 << 40, Window: 60e9, Cost: 1}
+			now := int64(1_700_000_000_000_000_000)
+			names := make([][]byte, keys)
+			for i := range names {
+				names[i] = []byte("rl:fixed:" + strconv.Itoa(i))
+				st.Limit(KindFixed, names[i], p, now)
+			}
+			rand.New(rand.NewPCG(1, 2)).Shuffle(keys, func(i, j int) { names[i], names[j] = names[j], names[i] })
+			var f *Feed
+			if feed == "set" {
+				f = e.NewFeed()
+			}
+			read := func() {
+				if f != nil {
+					if f.Next(func(Record) {}); f.Pending() != 0 {
+						b.Fatal("Pending after a read")
+					}
+				}
+			}
+			read()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; done += keys {
+				var wg sync.WaitGroup
+				for w := range workers {
+					wg.Go(func() {
+						for i := w; i < keys; i += workers {
+							st.Limit(KindFixed, names[i], p, now)
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				if f != nil && f.Pending() != keys {
+					b.Fatalf("Pending %d after %d first writes", f.Pending(), keys)
+				}
+				read()
+				b.StartTimer()
+			}
 		})
 	}
 }

@@ -36,9 +36,6 @@ type Feed struct {
 	// enc is an encoded feed's Encoder (each shard holds a copy for its
 	// writes); nil for a set feed.
 	enc Encoder
-	// pending counts the changes Next or Append would report now, over all
-	// shards.
-	pending atomic.Int64
 	// sink keeps prefetchTags's loads from being optimized away.
 	sink uint64
 }
@@ -63,16 +60,17 @@ const hdrDirtyAll = 0x08 | 0x20 | 0x40 | 0x80
 
 // feedShard is one feed's changes in one shard, guarded by the shard's
 // lock: the tags of the records it marked, the keys deleted, whether the
-// shard was flushed, and how many changes it added to the feed's pending
-// count. A tag, not an offset, names a dirty record: records move
-// (compaction, a rewrite that outgrows its slack) but stay in their
-// tag's probe run.
+// shard was flushed, and how many changes it holds. A tag, not an offset,
+// names a dirty record: records move (compaction, a rewrite that
+// outgrows its slack) but stay in their tag's probe run.
 type feedShard struct {
 	bit     byte
-	pending *atomic.Int64
 	dirty   []uint32
 	deleted []string
-	n       int64
+	// n counts the changes Next or Append would report from this shard:
+	// the shard's own counter for this feed (shard.pending). It changes
+	// only under the shard's lock; Pending loads it without the lock.
+	n       *atomic.Int64
 	flushed bool
 	muted   bool // Mute: nothing is listed
 	// An encoded feed's kept changes, encoded as they were made and in
@@ -118,7 +116,7 @@ func (e *Engine) NewFeed() *Feed {
 	e.feeds = append(e.feeds, f)
 	for _, s := range e.shards {
 		s.mu.Lock()
-		s.feeds = append(s.feeds, feedShard{bit: f.bit, pending: &f.pending})
+		s.feeds = append(s.feeds, feedShard{bit: f.bit, n: &s.pending[i]})
 		s.feedBits |= f.bit
 		s.mu.Unlock()
 	}
@@ -238,8 +236,8 @@ func (f *Feed) takeLocked(s *shard, deleted func(string), written func(parsed)) 
 	} else {
 		f.probeLocked(s, fs.dirty, written)
 	}
-	f.pending.Add(-fs.n)
-	fs.deleted, fs.dirty, fs.n, fs.flushed = nil, fs.dirty[:0], 0, false
+	fs.n.Store(0)
+	fs.deleted, fs.dirty, fs.flushed = nil, fs.dirty[:0], false
 	return flushed
 }
 
@@ -320,7 +318,13 @@ func (f *Feed) Mute(on bool) {
 // a key changed several times counts once; deletions count each). It
 // takes no lock, so it may be called while shards are locked (INFO inside
 // EXEC).
-func (f *Feed) Pending() int { return int(f.pending.Load()) }
+func (f *Feed) Pending() int {
+	var n int64
+	for _, s := range f.e.shards {
+		n += s.pending[f.i].Load()
+	}
+	return int(n)
+}
 
 // markDirtyLocked records that the record at off (hash tag tag) changed,
 // for every feed whose dirty bit it does not carry yet. rec is the record
@@ -339,8 +343,7 @@ func (s *shard) markDirtyLocked(off int, tag uint32, rec []byte) {
 		if h&fs.bit != 0 || fs.muted {
 			continue // listed already, by the same tag
 		}
-		fs.n++
-		fs.pending.Add(1)
+		fs.n.Add(1)
 		if fs.enc != nil && len(fs.out) < fs.max && fs.kept[tag%keptSlots] != tag {
 			at := len(fs.out)
 			key, kind, state := recordParts(rec)
@@ -365,15 +368,15 @@ func (s *shard) deletedLocked(p parsed) {
 		if fs.muted {
 			continue
 		}
-		if p.hdr&fs.bit != 0 {
-			fs.n--
-			fs.pending.Add(-1)
-		}
 		if s.quiet {
+			if p.hdr&fs.bit != 0 {
+				fs.n.Add(-1) // its write is gone, and the deletion is not ours
+			}
 			continue
 		}
-		fs.n++
-		fs.pending.Add(1)
+		if p.hdr&fs.bit == 0 {
+			fs.n.Add(1) // listed in place of its write, if it had one
+		}
 		if fs.enc != nil {
 			fs.out = fs.appendDeleted(fs.out, p.key)
 			continue
@@ -402,8 +405,8 @@ func (s *shard) flushedLocked() {
 		if fs.muted {
 			continue
 		}
-		fs.pending.Add(-fs.n)
-		fs.dirty, fs.deleted, fs.out, fs.n, fs.flushed = fs.dirty[:0], nil, fs.out[:0], 0, true
+		fs.n.Store(0)
+		fs.dirty, fs.deleted, fs.out, fs.flushed = fs.dirty[:0], nil, fs.out[:0], true
 		if fs.kept != nil {
 			clear(fs.kept[:])
 		}

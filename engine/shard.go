@@ -14,8 +14,14 @@ const never = int64(1<<63 - 1)
 // changes size is appended anew and the old copy becomes garbage, so the
 // region is compacted when garbage outweighs what is live.
 type shard struct {
-	mu    sync.Mutex
-	slots []uint64 // the key table, a view of mem.slots
+	mu sync.Mutex
+	// pending counts, per feed, the changes its next read reports from
+	// this shard (feedShard.n points here). It lies beside the lock, so a
+	// write that changes it finds its line already held, where one
+	// counter for all shards would move between cores at every first
+	// write of a key.
+	pending [maxFeeds]atomic.Int64
+	slots   []uint64 // the key table, a view of mem.slots
 	// old is the previous table while its entries move into slots (a
 	// view of mem.oldSlots; nil otherwise); old[:migrated] has moved.
 	old      []uint64
