@@ -72,6 +72,12 @@ type feedShard struct {
 	// only under the shard's lock; Pending loads it without the lock.
 	n       *atomic.Int64
 	flushed bool
+	// scan is set once dirty lists enough of the shard's keys that the
+	// read will scan the shard's records for their dirty bits instead of
+	// looking the tags up (takeLocked): from then until the read a write
+	// only sets its record's bit. Appending to dirty is a store into a
+	// line the other event loop may hold; a busy shard's writes skip it.
+	scan bool
 	muted   bool // Mute: nothing is listed
 	// An encoded feed's kept changes, encoded as they were made and in
 	// that order: its deletions, all of them (a deletion is small and its
@@ -231,13 +237,13 @@ func (f *Feed) takeLocked(s *shard, deleted func(string), written func(parsed)) 
 			deleted(k)
 		}
 	}
-	if len(fs.dirty) > 0 && len(fs.dirty)*s.opt.feedScanShare >= s.count {
+	if fs.scan || len(fs.dirty) > 0 && len(fs.dirty)*s.opt.feedScanShare >= s.count {
 		f.scanLocked(s, written)
 	} else {
 		f.probeLocked(s, fs.dirty, written)
 	}
 	fs.n.Store(0)
-	fs.deleted, fs.dirty, fs.flushed = nil, fs.dirty[:0], false
+	fs.deleted, fs.dirty, fs.flushed, fs.scan = nil, fs.dirty[:0], false, false
 	return flushed
 }
 
@@ -353,7 +359,10 @@ func (s *shard) markDirtyLocked(off int, tag uint32, rec []byte) {
 			}
 			fs.out = fs.out[:at] // too large to keep: listed
 		}
-		fs.dirty = append(fs.dirty, tag)
+		if !fs.scan {
+			fs.dirty = append(fs.dirty, tag)
+			fs.scan = len(fs.dirty)*s.opt.feedScanShare >= s.count
+		}
 		h |= fs.bit
 	}
 	s.data[off] = h
@@ -406,7 +415,7 @@ func (s *shard) flushedLocked() {
 			continue
 		}
 		fs.n.Store(0)
-		fs.dirty, fs.deleted, fs.out, fs.flushed = fs.dirty[:0], nil, fs.out[:0], true
+		fs.dirty, fs.deleted, fs.out, fs.flushed, fs.scan = fs.dirty[:0], nil, fs.out[:0], true, false
 		if fs.kept != nil {
 			clear(fs.kept[:])
 		}

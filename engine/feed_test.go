@@ -476,3 +476,46 @@ func TestFeedOverLargeTables(t *testing.T) {
 		})
 	}
 }
+
+// TestFeedScansOnceItListsAShare: once a feed lists one in feedScanShare
+// of a shard's keys, later writes set only their records' dirty bits,
+// and the read scans the shard. Keys added after that point are reported
+// too, though the listed tags, against the grown shard, are then too few
+// to make the read scan on their own.
+func TestFeedScansOnceItListsAShare(t *testing.T) {
+	const now = int64(1e12)
+	e := New(1)
+	st := e.Store()
+	p := Params{Limit: 1000, Window: 1e12, Cost: 1}
+	write := func(i int) {
+		_, err := st.Limit(KindFixed, []byte(fmt.Sprintf("k%d", i)), p, now)
+		require.NoError(t, err)
+	}
+	for i := range 100 {
+		write(i)
+	}
+	f := e.NewFeed()
+	var want []string
+	for i := range 30 { // a share of 100 keys: from the 25th, not listed
+		write(i)
+		want = append(want, fmt.Sprintf("k%d=2", i))
+	}
+	fs := &e.shards[0].feeds[f.i]
+	require.True(t, fs.scan)
+	require.Len(t, fs.dirty, 25, "listed until a quarter of the shard's keys")
+	for i := 100; i < 400; i++ { // new keys: 25 listed of 400 held
+		write(i)
+		want = append(want, fmt.Sprintf("k%d=1", i))
+	}
+	require.Len(t, fs.dirty, 25)
+	require.Equal(t, 330, f.Pending())
+	got, _ := drain(f)
+	sort.Strings(want)
+	require.Equal(t, want, got)
+	require.False(t, fs.scan, "the read starts the list again")
+
+	write(7)
+	require.Len(t, fs.dirty, 1, "a write after the read is listed")
+	got, _ = drain(f)
+	require.Equal(t, []string{"k7=3"}, got)
+}
