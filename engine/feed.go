@@ -77,8 +77,8 @@ type feedShard struct {
 	// looking the tags up (takeLocked): from then until the read a write
 	// only sets its record's bit. Appending to dirty is a store into a
 	// line the other event loop may hold; a busy shard's writes skip it.
-	scan bool
-	muted   bool // Mute: nothing is listed
+	scan  bool
+	muted bool // Mute: nothing is listed
 	// An encoded feed's kept changes, encoded as they were made and in
 	// that order: its deletions, all of them (a deletion is small and its
 	// key at hand; an encoded feed lists none), and its writes until out
