@@ -12,7 +12,9 @@ import "sync/atomic"
 // reader's cost follows the keys that changed, not the requests. Each
 // record carries one dirty bit per feed in its header (record.go), and
 // each shard lists, per feed, the hash tags of the records it marked and
-// the keys it deleted.
+// the keys it deleted. Once one in feedScanShare of a shard's keys (a
+// quarter) is listed, the read will pass over all the shard's records
+// for their bits, so the shard stops listing until then (feedShard.scan).
 //
 // A feed made with NewEncodedFeed (replication) keeps the first change of
 // a key between two reads instead of listing it: the state as the write
@@ -384,7 +386,7 @@ func (s *shard) deletedLocked(p parsed) {
 			continue
 		}
 		if p.hdr&fs.bit == 0 {
-			fs.n.Add(1) // listed in place of its write, if it had one
+			fs.n.Add(1) // else it takes the place of its write's count
 		}
 		if fs.enc != nil {
 			fs.out = fs.appendDeleted(fs.out, p.key)
