@@ -1,7 +1,5 @@
 package engine
 
-import "sync/atomic"
-
 // A Feed is one reader's view of the engine's effects: every key written
 // or deleted since that reader last looked, as absolute records. Each
 // reader (persistence, replication) has its own Feed and so its own
@@ -61,18 +59,15 @@ var feedBits = [maxFeeds]byte{0x08, 0x20, 0x40, 0x80}
 const hdrDirtyAll = 0x08 | 0x20 | 0x40 | 0x80
 
 // feedShard is one feed's changes in one shard, guarded by the shard's
-// lock: the tags of the records it marked, the keys deleted, whether the
-// shard was flushed, and how many changes it holds. A tag, not an offset,
-// names a dirty record: records move (compaction, a rewrite that
-// outgrows its slack) but stay in their tag's probe run.
+// lock: the tags of the records it marked, the keys deleted and whether
+// the shard was flushed (how many changes it holds is the shard's
+// pending count at the feed's index). A tag, not an offset, names a dirty
+// record: records move (compaction, a rewrite that outgrows its slack)
+// but stay in their tag's probe run.
 type feedShard struct {
 	bit     byte
 	dirty   []uint32
 	deleted []string
-	// n counts the changes Next or Append would report from this shard:
-	// the shard's own counter for this feed (shard.pending). It changes
-	// only under the shard's lock; Pending loads it without the lock.
-	n       *atomic.Int64
 	flushed bool
 	// scan is set once dirty lists enough of the shard's keys that the
 	// read will scan the shard's records for their dirty bits instead of
@@ -124,7 +119,7 @@ func (e *Engine) NewFeed() *Feed {
 	e.feeds = append(e.feeds, f)
 	for _, s := range e.shards {
 		s.mu.Lock()
-		s.feeds = append(s.feeds, feedShard{bit: f.bit, n: &s.pending[i]})
+		s.feeds = append(s.feeds, feedShard{bit: f.bit})
 		s.feedBits |= f.bit
 		s.mu.Unlock()
 	}
@@ -239,14 +234,21 @@ func (f *Feed) takeLocked(s *shard, deleted func(string), written func(parsed)) 
 			deleted(k)
 		}
 	}
-	if fs.scan || len(fs.dirty) > 0 && len(fs.dirty)*s.opt.feedScanShare >= s.count {
+	if fs.scan || s.scansLocked(len(fs.dirty)) {
 		f.scanLocked(s, written)
 	} else {
 		f.probeLocked(s, fs.dirty, written)
 	}
-	fs.n.Store(0)
+	s.pending[f.i].Store(0)
 	fs.deleted, fs.dirty, fs.flushed, fs.scan = nil, fs.dirty[:0], false, false
 	return flushed
+}
+
+// scansLocked reports whether a feed's read of s passes over all its
+// records rather than looking up listed tags, one per listed record:
+// when at least one in feedScanShare of the shard's keys is listed.
+func (s *shard) scansLocked(listed int) bool {
+	return listed > 0 && listed*s.opt.feedScanShare >= s.count
 }
 
 // scanLocked passes written each record listed in s, reading the
@@ -351,7 +353,7 @@ func (s *shard) markDirtyLocked(off int, tag uint32, rec []byte) {
 		if h&fs.bit != 0 || fs.muted {
 			continue // listed already, by the same tag
 		}
-		fs.n.Add(1)
+		s.pending[i].Add(1)
 		if fs.enc != nil && len(fs.out) < fs.max && fs.kept[tag%keptSlots] != tag {
 			at := len(fs.out)
 			key, kind, state := recordParts(rec)
@@ -363,7 +365,7 @@ func (s *shard) markDirtyLocked(off int, tag uint32, rec []byte) {
 		}
 		if !fs.scan {
 			fs.dirty = append(fs.dirty, tag)
-			fs.scan = len(fs.dirty)*s.opt.feedScanShare >= s.count
+			fs.scan = s.scansLocked(len(fs.dirty))
 		}
 		h |= fs.bit
 	}
@@ -381,12 +383,12 @@ func (s *shard) deletedLocked(p parsed) {
 		}
 		if s.quiet {
 			if p.hdr&fs.bit != 0 {
-				fs.n.Add(-1) // its write is gone, and the deletion is not ours
+				s.pending[i].Add(-1) // its write is gone, and the deletion is not ours
 			}
 			continue
 		}
 		if p.hdr&fs.bit == 0 {
-			fs.n.Add(1) // else it takes the place of its write's count
+			s.pending[i].Add(1) // else it takes the place of its write's count
 		}
 		if fs.enc != nil {
 			fs.out = fs.appendDeleted(fs.out, p.key)
@@ -416,7 +418,7 @@ func (s *shard) flushedLocked() {
 		if fs.muted {
 			continue
 		}
-		fs.n.Store(0)
+		s.pending[i].Store(0)
 		fs.dirty, fs.deleted, fs.out, fs.flushed, fs.scan = fs.dirty[:0], nil, fs.out[:0], true, false
 		if fs.kept != nil {
 			clear(fs.kept[:])

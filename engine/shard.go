@@ -15,11 +15,11 @@ const never = int64(1<<63 - 1)
 // region is compacted when garbage outweighs what is live.
 type shard struct {
 	mu sync.Mutex
-	// pending counts, per feed, the changes its next read reports from
-	// this shard (feedShard.n points here). It lies beside the lock, so a
-	// write that changes it finds its line already held, where one
-	// counter for all shards would move between cores at every first
-	// write of a key.
+	// pending counts, per feed (by its index), the changes its next read
+	// reports from this shard. It changes only under the lock; Pending
+	// loads it without. It lies beside the lock, so a write that changes
+	// it finds its line already held, where one counter for all shards
+	// would move between cores at every first write of a key.
 	pending [maxFeeds]atomic.Int64
 	slots   []uint64 // the key table, a view of mem.slots
 	// old is the previous table while its entries move into slots (a
