@@ -16,7 +16,7 @@ import (
 
 // TestAllEndToEnd: RL.ALL over RESP2 and RESP3 with go-redis, inside
 // MULTI/EXEC, under a user whose key patterns must cover every key, and
-// as INFO, Prometheus and RL.TOP count it (each group its own decision;
+// as INFO, Prometheus, SLOWLOG and RL.TOP see it (each group its own decision;
 // a rejected call counts only its rejecting group).
 func TestAllEndToEnd(t *testing.T) {
 	s := testserver.Start(t, func(o *server.Options) { o.Config.MetricsAddr = "127.0.0.1:0" })
@@ -54,9 +54,11 @@ func TestAllEndToEnd(t *testing.T) {
 	// algorithm; a rejected call counts its rejecting group, whose key
 	// RL.TOP lists.
 	require.Equal(t, "+OK", c.Do("CONFIG", "RESETSTAT"))
+	require.Equal(t, "+OK", c.Do("CONFIG", "SET", "slowlog-log-slower-than", "0", "slowlog-max-len", "8"))
 	for range 3 {
 		c.Do("RL.ALL", "top:slide", "SLIDE", "100", "1m", "AND", "top:hot", "GCRA", "0", "1", "60", "AND", "top:guard", "FIXED", "1", "1m", "COST", "0")
 	}
+	require.Contains(t, c.Do("SLOWLOG", "GET", "1"), `["RL.ALL" "top:slide" "SLIDE" "100" "1m" "AND" "top:hot" `, "SLOWLOG: the call with its groups")
 	info := rltest.InfoFields(rltest.InfoText(t, c, "rlserver"))
 	require.Equal(t, "admitted=1,rejected=0,peek=0", info["decisions_slide"])
 	require.Equal(t, "admitted=1,rejected=2,peek=0", info["decisions_gcra"])
