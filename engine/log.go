@@ -244,6 +244,22 @@ func logOldest(words []int64) uint64 {
 	return uint64(words[0])
 }
 
+// logRunsCarried reports whether Record.Log can carry the runs under
+// deadline dl: no run's time is before 0. decodeRuns writes such a run
+// as a pair whose marker, -(t+1), is not negative, and appendRuns then
+// reads it as single units: a different log.
+func logRunsCarried(dl uint64, runs []byte) bool {
+	prev := dl
+	for i := 0; i < len(runs); {
+		t, _, next := logRunAt(runs, i, prev)
+		if int64(t) < 0 {
+			return false
+		}
+		prev, i = t, next
+	}
+	return true
+}
+
 // appendRuns encodes a log given oldest first in words (persistence's
 // form) as runs, newest first, relative to deadline dl.
 func appendRuns(dst []byte, dl uint64, words []int64) []byte {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -456,6 +457,48 @@ func FuzzDecodeState(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, once, stateOf(r2, r2.Deadline-1))
 	})
+}
+
+// TestDecodeStateRunBeforeZero: an RL.LOG state whose run lies before
+// time 0 is ErrState for DecodeState and ApplyState, and changes nothing.
+// Record.Log cannot carry it (FuzzDecodeState found a log that came back
+// as other units); the same state at time 0 decodes.
+func TestDecodeStateRunBeforeZero(t *testing.T) {
+	const dl = int64(5e9)
+	for _, tc := range []struct {
+		times []int64 // the runs' times, newest first, 2 units each
+		ok    bool
+	}{
+		{[]int64{0}, true},
+		{[]int64{2e9, 0}, true},
+		{[]int64{-1}, false},
+		{[]int64{2e9, -3e9}, false},
+		{[]int64{-1 << 62}, false},
+	} {
+		var runs []byte
+		prev := dl
+		for _, at := range tc.times {
+			runs = binary.AppendUvarint(runs, 2)
+			runs = appendDur(runs, prev-at)
+			prev = at
+		}
+		en := entry{kind: KindLog, deadline: dl, w: words{a: int64(2 * len(tc.times)), b: prev}}
+		state := appendState(nil, KindLog, en, runs)
+		r, err := DecodeState("k", KindLog, state)
+		e := New(1)
+		held, aerr := e.ApplyState([]byte("k"), KindLog, state, 0)
+		if tc.ok {
+			require.NoError(t, err, "%v", tc.times)
+			require.NoError(t, aerr, "%v", tc.times)
+			require.True(t, held)
+			require.Len(t, r.Log, 2*len(tc.times))
+			continue
+		}
+		require.ErrorIs(t, err, ErrState, "%v", tc.times)
+		require.ErrorIs(t, aerr, ErrState, "%v", tc.times)
+		require.False(t, held)
+		require.Zero(t, e.Store().Len(), "%v: nothing stored", tc.times)
+	}
 }
 
 // stateOf applies r at now to a fresh engine and returns the state an

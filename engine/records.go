@@ -75,13 +75,18 @@ func parseState(kind Kind, state []byte) (en entry, runs []byte, err error) {
 }
 
 // fillChecked is fillRecord for a state parseState parsed, whose runs or
-// section may still be malformed.
+// section may still be malformed. An RL.LOG run before time 0 is one
+// too: no clock makes it, and Record.Log cannot carry it (its pair
+// marker, -(t+1), would be a single unit's time).
 func fillChecked(r *Record, en entry, runs []byte) (err error) {
 	defer func() {
 		if recover() != nil {
 			err = ErrState
 		}
 	}()
+	if en.kind == KindLog && !logRunsCarried(uint64(en.deadline), runs) {
+		return ErrState
+	}
 	fillRecord(r, parsed{hdr: byte(en.kind), e: en, runs: runs})
 	return nil
 }
