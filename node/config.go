@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -77,7 +78,8 @@ type Config struct {
 	// permissions"); "" for none.
 	ACLFile string
 	// ClockStartMs and PprofAddr are the flags of the same names, for
-	// CONFIG GET (the wiring uses them).
+	// CONFIG GET (the wiring uses them). ClockStartMs is Unix ms, from 0
+	// (the wall clock now) to MaxClockStartMs.
 	ClockStartMs int64
 	PprofAddr    string
 	MaxClients   int
@@ -192,6 +194,10 @@ func (c Config) Validate() error {
 		return errors.New("shards must be positive")
 	case c.Shards&(c.Shards-1) != 0 || c.Shards > engine.MaxShards:
 		return fmt.Errorf("shards must be a power of two up to %d, got %d", engine.MaxShards, c.Shards)
+	case c.ClockStartMs < 0 || c.ClockStartMs > MaxClockStartMs:
+		// Every time the engine keeps is a clock reading or after one, so
+		// none is before 1970: RL.LOG's stored log has no form for one.
+		return fmt.Errorf("--clock-start must be from 0 to %d (Unix ms), got %d", MaxClockStartMs, c.ClockStartMs)
 	case c.ClockMode != "" && c.ClockMode != "real" && c.ClockMode != "manual":
 		return fmt.Errorf("clock must be real or manual, got %q", c.ClockMode)
 	case c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json":
@@ -565,3 +571,7 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
+
+// MaxClockStartMs is the latest --clock-start, in Unix ms: the last
+// whole ms a clock reading in ns (an int64) can hold, in the year 2262.
+const MaxClockStartMs = math.MaxInt64 / int64(time.Millisecond)

@@ -214,6 +214,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("--%s must be yes or no, got %q", f.name, f.v)
 		}
 	}
+	cfg.ClockStartMs = clockStart
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	cfg.ClockStartMs, cfg.PprofAddr = clockStart, *pprofAddr
+	cfg.PprofAddr = *pprofAddr
 	// SIGHUP reloads the cluster map and the rate limit service's
 	// configuration; caught before the server starts,
 	// so an early one never kills the process.

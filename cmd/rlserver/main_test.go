@@ -76,6 +76,8 @@ func TestLaterFeaturesFailLoudly(t *testing.T) {
 		{[]string{"--cluster-config", "nodes.conf"}, "--cluster-config and --cluster-node-id must be given together"},
 		{[]string{"--shards", "3"}, "shards must be a power of two up to 68719476736, got 3"},
 		{[]string{"--clock", "sundial"}, `clock must be real or manual, got "sundial"`},
+		{[]string{"--clock", "manual", "--clock-start", "-1"}, "--clock-start must be from 0 to 9223372036854 (Unix ms), got -1"},
+		{[]string{"--clock-start", "9223372036855"}, "--clock-start must be from 0 to 9223372036854 (Unix ms), got 9223372036855"},
 		{[]string{"--tls-cert", "c.pem"}, "--tls-cert and --tls-key must be given together"},
 		{[]string{"--log-format", "xml"}, `--log-format must be text or json, got "xml"`},
 		{[]string{"--aclfile", "users.acl", "--requirepass", "x"}, "--requirepass together with --aclfile is invalid: this setup is very likely to lead to configuration errors and security holes; give the default user's password in the ACL file (user default on >password ...) or use --requirepass, but not both"},
