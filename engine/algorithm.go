@@ -75,10 +75,11 @@ type Algorithm struct {
 	// with decideRuns.
 	hasRuns bool
 	// toLog appends the runs of a state under deadline dl as Record.Log
-	// carries them; fromLog appends a Record's Log encoded as runs to dst,
-	// and returns them with the words the log determines (the others as w
-	// has them).
-	toLog   func(dst []int64, dl uint64, w words, runs []byte) []int64
+	// carries them, and reports false (dst as it was) for runs it has no
+	// form for, which the engine never makes; fromLog appends a Record's
+	// Log encoded as runs to dst, and returns them with the words the log
+	// determines (the others as w has them).
+	toLog   func(dst []int64, dl uint64, w words, runs []byte) ([]int64, bool)
 	fromLog func(dst []byte, dl uint64, w words, log []int64) (words, []byte)
 	// found and stored, when set, run under the shard's lock around a
 	// decision: found adjusts the state found (zero if none) before it is

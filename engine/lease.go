@@ -104,12 +104,12 @@ func appendLeases(dst []byte, ls []lease, dl uint64) []byte {
 	return dst
 }
 
-func leasesToLog(dst []int64, dl uint64, w words, runs []byte) []int64 {
+func leasesToLog(dst []int64, dl uint64, w words, runs []byte) ([]int64, bool) {
 	var buf [16]lease
 	for _, l := range leasesOf(buf[:0], runs, dl) {
 		dst = append(dst, l.token, l.end, l.cost)
 	}
-	return dst
+	return dst, true
 }
 
 func leasesFromLog(dst []byte, dl uint64, w words, log []int64) (words, []byte) {

@@ -90,7 +90,7 @@ var logAlgorithm = Algorithm{
 	// it exactly as it was (even the entries it found expired under its
 	// own window, which a later, longer window may count).
 	decideRuns: logDecide,
-	toLog: func(dst []int64, dl uint64, _ words, runs []byte) []int64 {
+	toLog: func(dst []int64, dl uint64, _ words, runs []byte) ([]int64, bool) {
 		return decodeRuns(dst, dl, runs)
 	},
 	fromLog: func(dst []byte, dl uint64, w words, log []int64) (words, []byte) {
@@ -244,22 +244,6 @@ func logOldest(words []int64) uint64 {
 	return uint64(words[0])
 }
 
-// logRunsCarried reports whether Record.Log can carry the runs under
-// deadline dl: no run's time is before 0. decodeRuns writes such a run
-// as a pair whose marker, -(t+1), is not negative, and appendRuns then
-// reads it as single units: a different log.
-func logRunsCarried(dl uint64, runs []byte) bool {
-	prev := dl
-	for i := 0; i < len(runs); {
-		t, _, next := logRunAt(runs, i, prev)
-		if int64(t) < 0 {
-			return false
-		}
-		prev, i = t, next
-	}
-	return true
-}
-
 // appendRuns encodes a log given oldest first in words (persistence's
 // form) as runs, newest first, relative to deadline dl.
 func appendRuns(dst []byte, dl uint64, words []int64) []byte {
@@ -288,18 +272,24 @@ func appendRuns(dst []byte, dl uint64, words []int64) []byte {
 // decodeRuns appends the log encoded in runs to words, oldest first.
 // It decodes the runs twice, to count the words and then to write them
 // from the end back, so the words are allocated once (snapshots decode
-// every changed log each second).
-func decodeRuns(words []int64, dl uint64, runs []byte) []int64 {
-	single := func(t, n uint64) bool { return n == 1 && int64(t) >= 0 }
+// every changed log each second). A run before time 0 has no form in
+// the log (its pair's marker, -(t+1), would read as a single unit's
+// time): decodeRuns then reports false and returns words as they were.
+// No clock makes one; a malformed state from outside can.
+func decodeRuns(words []int64, dl uint64, runs []byte) ([]int64, bool) {
 	count := 0
-	prev := dl
+	prev, times := dl, uint64(0) // times: the runs' times ORed, its top bit a run before 0
 	for i := 0; i < len(runs); {
 		t, n, next := logRunAt(runs, i, prev)
+		times |= t
 		count += 2
-		if single(t, n) {
+		if n == 1 {
 			count--
 		}
 		prev, i = t, next
+	}
+	if int64(times) < 0 {
+		return words, false
 	}
 	words = slices.Grow(words, count)
 	start := len(words)
@@ -308,7 +298,7 @@ func decodeRuns(words []int64, dl uint64, runs []byte) []int64 {
 	prev = dl
 	for i := 0; i < len(runs); {
 		t, n, next := logRunAt(runs, i, prev)
-		if single(t, n) {
+		if n == 1 {
 			k--
 			words[k] = int64(t)
 		} else {
@@ -317,5 +307,5 @@ func decodeRuns(words []int64, dl uint64, runs []byte) []int64 {
 		}
 		prev, i = t, next
 	}
-	return words
+	return words, true
 }

@@ -47,7 +47,8 @@ func TestLogAgainstBruteForce(t *testing.T) {
 				require.Equal(t, uint64(units[0]), ls.oldest)
 				// The runs decode to the units, oldest first.
 				var got []int64
-				words := decodeRuns(nil, ls.dl, ls.runs)
+				words, ok := decodeRuns(nil, ls.dl, ls.runs)
+				require.True(t, ok)
 				for i := 0; i < len(words); {
 					if words[i] < 0 {
 						for range words[i+1] {
@@ -104,5 +105,7 @@ func TestLogRunsAreCompact(t *testing.T) {
 		h = next
 	}
 	ls = logOf(h)
-	require.Equal(t, []int64{-(now + 1), 50}, decodeRuns(nil, ls.dl, ls.runs))
+	words, ok := decodeRuns(nil, ls.dl, ls.runs)
+	require.True(t, ok)
+	require.Equal(t, []int64{-(now + 1), 50}, words)
 }

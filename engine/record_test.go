@@ -105,7 +105,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		require.Equal(t, key, p.key)
 		require.Equal(t, e, p.e, "seed %d n %d kind %d", seed, n, kind)
 		if a := algorithmOf(kind); a.hasRuns {
-			got := a.toLog(nil, uint64(e.deadline), p.e.w, p.runs)
+			got, ok := a.toLog(nil, uint64(e.deadline), p.e.w, p.runs)
+			require.True(t, ok, "seed %d n %d", seed, n)
 			if len(words) == 0 {
 				require.Empty(t, got)
 			} else {

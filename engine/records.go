@@ -75,23 +75,22 @@ func parseState(kind Kind, state []byte) (en entry, runs []byte, err error) {
 }
 
 // fillChecked is fillRecord for a state parseState parsed, whose runs or
-// section may still be malformed. An RL.LOG run before time 0 is one
-// too: no clock makes it, and Record.Log cannot carry it (its pair
-// marker, -(t+1), would be a single unit's time).
+// section may still be malformed, or hold what Record.Log has no form
+// for (an RL.LOG run before time 0: decodeRuns).
 func fillChecked(r *Record, en entry, runs []byte) (err error) {
 	defer func() {
 		if recover() != nil {
 			err = ErrState
 		}
 	}()
-	if en.kind == KindLog && !logRunsCarried(uint64(en.deadline), runs) {
+	if !fillRecord(r, parsed{hdr: byte(en.kind), e: en, runs: runs}) {
 		return ErrState
 	}
-	fillRecord(r, parsed{hdr: byte(en.kind), e: en, runs: runs})
 	return nil
 }
 
 // recordOf turns a parsed record into the Record persistence carries.
+// The engine's own records always have a form (fillRecord).
 func recordOf(p parsed) Record {
 	var r Record
 	fillRecord(&r, p)
@@ -100,17 +99,21 @@ func recordOf(p parsed) Record {
 }
 
 // fillRecord makes r the Record of a parsed record, but for its key,
-// reusing r.Log.
-func fillRecord(r *Record, p parsed) {
+// reusing r.Log. It reports false if the record's runs have no form in
+// Record.Log (toLog), which only a state from outside can hold.
+func fillRecord(r *Record, p parsed) bool {
 	e := p.e
 	*r = Record{Kind: e.kind, Deadline: e.deadline, A: e.w.a, B: e.w.b, C: e.w.c, Log: r.Log[:0]}
 	if a := algorithmOf(e.kind); a.hasRuns {
-		r.Log = a.toLog(r.Log, uint64(e.deadline), e.w, p.runs)
+		var ok bool
+		r.Log, ok = a.toLog(r.Log, uint64(e.deadline), e.w, p.runs)
 		r.B = 0 // derived from the log (RL.LOG's oldest time; a lease key has none)
+		return ok
 	} else if p.runs != nil { // a section (reserve.go)
 		var pends [16]pend // most lines are short: no allocation
 		r.Log = sectionLog(r.Log, decodeSection(p.runs, uint64(e.deadline), pends[:0]))
 	}
+	return true
 }
 
 // liveLocked passes fn every live key's record in s at now, parsed in
