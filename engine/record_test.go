@@ -476,6 +476,8 @@ func TestDecodeStateRunBeforeZero(t *testing.T) {
 		{[]int64{2e9, -3e9}, false},
 		{[]int64{-1 << 62}, false},
 	} {
+		// The runs are encoded here, not by appendRuns: from Record.Log
+		// it cannot make a run before 0, the state under test.
 		var runs []byte
 		prev := dl
 		for _, at := range tc.times {

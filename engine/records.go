@@ -109,7 +109,8 @@ func fillRecord(r *Record, p parsed) bool {
 		r.Log, ok = a.toLog(r.Log, uint64(e.deadline), e.w, p.runs)
 		r.B = 0 // derived from the log (RL.LOG's oldest time; a lease key has none)
 		return ok
-	} else if p.runs != nil { // a section (reserve.go)
+	}
+	if p.runs != nil { // a section (reserve.go)
 		var pends [16]pend // most lines are short: no allocation
 		r.Log = sectionLog(r.Log, decodeSection(p.runs, uint64(e.deadline), pends[:0]))
 	}

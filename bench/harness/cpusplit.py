@@ -17,13 +17,10 @@ in the engine alone, RESP parsing and the rest.
 """
 import os, subprocess, sys, re, statistics
 import noise
-reqs, gauge = {}, {}
-for line in open(sys.argv[1]):
-    m = re.match(r"(p5-\S+): reqs (\d+) cpu_ticks (\d+)(?: gauge_ms (\S+) (\S+))?", line)
-    if not m: continue
-    reqs[m.group(1)] = (int(m.group(2)), int(m.group(3)))
-    # A run's gauge readings as noise.py reads them (none: from before the gauge, kept).
-    gauge[m.group(1)] = dict(zip(noise.GAUGE_FIELDS, m.group(4, 5))) if m.group(4) else {}
+# A run's gauge readings as noise.py reads them (none: from before the gauge, kept).
+runs = noise.read_profile_runs(sys.argv[1])
+reqs = {t: (n, ticks) for t, (n, ticks, _) in runs.items()}
+gauge = {t: g for t, (_, _, g) in runs.items()}
 tol = float(os.environ.get("GAUGE_TOL", "0.10"))
 mid, _ = noise.sitting_median(gauge.values())
 calm = lambda tag: noise.calm(gauge[tag], mid, tol)

@@ -7,6 +7,7 @@ sitting's median gauge ran on a disturbed machine: it is dropped, and the harnes
 rounds until each (setting, test) has its rounds kept.
 """
 import csv
+import re
 import statistics
 
 GAUGE_FIELDS = ("gauge_before_ms", "gauge_after_ms")
@@ -19,6 +20,19 @@ def read(paths):
         with open(path, newline="") as f:
             rows.extend(csv.DictReader(f))
     return rows
+
+
+def read_profile_runs(path):
+    """bench/cpuprofile.sh's runs.txt: {tag: (requests, CPU ticks, gauge row)} per line
+    "p5-LABEL-R: reqs N cpu_ticks T [gauge_ms G0 G1]"; the gauge row reads as a raw.csv row
+    (empty for a run from before the gauge)."""
+    runs = {}
+    for line in open(path):
+        m = re.match(r"(p5-\S+): reqs (\d+) cpu_ticks (\d+)(?: gauge_ms (\S+) (\S+))?", line)
+        if m:
+            g = dict(zip(GAUGE_FIELDS, m.group(4, 5))) if m.group(4) else {}
+            runs[m.group(1)] = (int(m.group(2)), int(m.group(3)), g)
+    return runs
 
 
 def gauges(row):

@@ -252,7 +252,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	srv, err := server.Start(server.Options{Config: cfg, ClockStart: clockStart * int64(time.Millisecond), Logger: log, LogLevel: level})
+	srv, err := server.Start(server.Options{Config: cfg, ClockStart: cfg.ClockStartMs * int64(time.Millisecond), Logger: log, LogLevel: level})
 	if err != nil {
 		return err
 	}
