@@ -269,15 +269,11 @@ func appendRuns(dst []byte, dl uint64, words []int64) []byte {
 	return dst
 }
 
-// decodeRuns appends the log encoded in runs to words, oldest first.
-// It decodes the runs twice, to count the words and then to write them
-// from the end back, so the words are allocated once (snapshots decode
-// every changed log each second). A run before time 0 has no form in
-// the log (its pair's marker, -(t+1), would read as a single unit's
-// time): decodeRuns then reports false and returns words as they were.
-// No clock makes one; a malformed state from outside can.
-func decodeRuns(words []int64, dl uint64, runs []byte) ([]int64, bool) {
-	count := 0
+// countRuns returns how many words decodeRuns writes for runs under
+// deadline dl, and false if a run lies before time 0: its pair's marker,
+// -(t+1), would read as a single unit's time. No clock makes such a run;
+// a malformed state from outside can.
+func countRuns(dl uint64, runs []byte) (count int, ok bool) {
 	prev, times := dl, uint64(0) // times: the runs' times ORed, its top bit a run before 0
 	for i := 0; i < len(runs); {
 		t, n, next := logRunAt(runs, i, prev)
@@ -288,14 +284,25 @@ func decodeRuns(words []int64, dl uint64, runs []byte) ([]int64, bool) {
 		}
 		prev, i = t, next
 	}
-	if int64(times) < 0 {
+	return count, int64(times) >= 0
+}
+
+// decodeRuns appends the log encoded in runs to words, oldest first.
+// It decodes the runs twice, to count the words (countRuns) and then to
+// write them from the end back, so the words are allocated once
+// (snapshots decode every changed log each second). A run before time 0
+// has no form in the log: decodeRuns then reports false and returns
+// words as they were.
+func decodeRuns(words []int64, dl uint64, runs []byte) ([]int64, bool) {
+	count, ok := countRuns(dl, runs)
+	if !ok {
 		return words, false
 	}
 	words = slices.Grow(words, count)
 	start := len(words)
 	words = words[:start+count]
 	k := len(words) // newest first, from the end back
-	prev = dl
+	prev := dl
 	for i := 0; i < len(runs); {
 		t, n, next := logRunAt(runs, i, prev)
 		if n == 1 {

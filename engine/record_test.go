@@ -461,7 +461,8 @@ func FuzzDecodeState(f *testing.F) {
 }
 
 // TestDecodeStateRunBeforeZero: an RL.LOG state whose run lies before
-// time 0 is ErrState for DecodeState and ApplyState, and changes nothing.
+// time 0 is ErrState for DecodeState, ApplyState and CheckState, and
+// changes nothing.
 // Record.Log cannot carry it (FuzzDecodeState found a log that came back
 // as other units); the same state at time 0 decodes.
 func TestDecodeStateRunBeforeZero(t *testing.T) {
@@ -490,6 +491,7 @@ func TestDecodeStateRunBeforeZero(t *testing.T) {
 		r, err := DecodeState("k", KindLog, state)
 		e := New(1)
 		held, aerr := e.ApplyState([]byte("k"), KindLog, state, 0)
+		require.Equal(t, aerr, CheckState(KindLog, state), "%v: CheckState says what ApplyState does", tc.times)
 		if tc.ok {
 			require.NoError(t, err, "%v", tc.times)
 			require.NoError(t, aerr, "%v", tc.times)
@@ -522,7 +524,7 @@ func stateOf(r Record, now int64) []byte {
 // FuzzApplyState checks ApplyState against Apply(DecodeState), the path
 // it shortens: the same states refused, and the same keyspace and the
 // same change for the feeds after, onto a key absent or held, at any
-// time.
+// time. CheckState refuses exactly what ApplyState refuses.
 func FuzzApplyState(f *testing.F) {
 	for _, r := range []Record{
 		{Key: "k", Kind: KindLog, Deadline: 5e9, A: 3, Log: []int64{1e9, -3e9 - 1, 2}},
@@ -571,6 +573,7 @@ func FuzzApplyState(f *testing.F) {
 			return e.Apply(r, now), nil
 		})
 		require.Equal(t, errB == nil, errA == nil, "ApplyState: %v, DecodeState: %v", errA, errB)
+		require.Equal(t, errA, CheckState(k, state), "CheckState says what ApplyState does")
 		require.Equal(t, okB, okA)
 		require.Equal(t, recsB, recsA)
 		require.Equal(t, fedB, fedA)

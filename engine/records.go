@@ -244,6 +244,47 @@ func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (hel
 	return e.put(key, en, runs, false), nil
 }
 
+// CheckState reports whether ApplyState would take state: nil if it
+// would, ErrState (as ApplyState returns it) if not. It stores nothing.
+// A replica checks a whole unit of its primary's stream before applying
+// any of it, so a unit with one bad state leaves none of its changes
+// applied (an RL.ALL call's records travel in one unit). A state of words
+// alone is parsed once, an RL.LOG's runs walked once (countRuns); a lease
+// key's runs or a section are decoded too, in ApplyState's pooled
+// buffers, so it allocates nothing once they have grown.
+func CheckState(kind Kind, state []byte) error {
+	if kind == KindNone && len(state) == 0 {
+		return nil
+	}
+	en, runs, err := parseState(kind, state)
+	if err != nil || runs == nil {
+		return err
+	}
+	if kind == KindLog {
+		return checkLogRuns(uint64(en.deadline), runs)
+	}
+	sc := statePool.Get().(*stateScratch)
+	defer statePool.Put(sc)
+	r := Record{Log: sc.log[:0]}
+	err = fillChecked(&r, en, runs)
+	sc.log = r.Log[:0]
+	return err
+}
+
+// checkLogRuns is fillChecked for an RL.LOG's runs without the log:
+// decodeRuns' count pass, which reads every byte its second pass reads.
+func checkLogRuns(dl uint64, runs []byte) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = ErrState
+		}
+	}()
+	if _, ok := countRuns(dl, runs); !ok {
+		return ErrState
+	}
+	return nil
+}
+
 // stateScratch is ApplyState's buffers: a state's log as Record.Log
 // carries it, and its runs encoded anew.
 type stateScratch struct {

@@ -92,6 +92,21 @@ func ApplyRecord(e *engine.Engine, key, b []byte, now int64) error {
 	return nil
 }
 
+// CheckRecord returns the error ApplyRecord would return for the record
+// b of key, applying nothing: a version 3 record is checked by
+// engine.CheckState (no allocation), any other decoded by DecodeRecord.
+// Neither key nor b is retained.
+func CheckRecord(key, b []byte) error {
+	if len(b) >= 2 && b[0] == RecordVersionState {
+		if err := engine.CheckState(engine.Kind(b[1]), b[2:]); err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return nil
+	}
+	_, err := DecodeRecord(string(key), b)
+	return err
+}
+
 // DecodeRecord decodes a record for key from b (which it does not retain).
 func DecodeRecord(key string, b []byte) (engine.Record, error) {
 	if len(b) >= 2 && b[0] == RecordVersionState {

@@ -120,7 +120,8 @@ func appendRecordV1(r engine.Record) []byte {
 
 // FuzzDecodeRecord: no input crashes the decoder, and whatever decodes
 // encodes to a record that decodes the same; in the version the encoder
-// writes (2 with a log, 1 without), to the same bytes.
+// writes (2 with a log, 1 without), to the same bytes. CheckRecord
+// returns ApplyRecord's error, and refuses what DecodeRecord refuses.
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add("k", AppendRecord(nil, engine.Record{Key: "k", Kind: engine.KindLog, Deadline: 5, A: 3, Log: []int64{1, -3, 2}}))
 	f.Add("k", appendRecordV1(engine.Record{Key: "k", Kind: engine.KindLog, Deadline: 5, A: 3, Log: []int64{1, -3, 2}}))
@@ -128,6 +129,9 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add("k", []byte{RecordVersionState, byte(engine.KindFixed), 0, 0x28, 0x6b, 0xee, 0, 0, 0, 0, 0x3a, 7})
 	f.Fuzz(func(t *testing.T, key string, b []byte) {
 		r, err := DecodeRecord(key, b)
+		check := CheckRecord([]byte(key), b)
+		require.Equal(t, ApplyRecord(engine.New(1), []byte(key), b, 0), check, "CheckRecord says what ApplyRecord does")
+		require.Equal(t, err == nil, check == nil)
 		if err != nil {
 			return
 		}

@@ -116,8 +116,12 @@ func (u *upstream) run(ctx context.Context) {
 	failed := 0 // syncs failed in a row
 	for ctx.Err() == nil {
 		err := u.session(ctx)
+		refused := errors.Is(err, errRefused)
 		u.m.mu.Lock()
 		switch {
+		case !u.upSince.IsZero() && refused:
+			u.downSince = time.Now()
+			failed++ // the primary will send the same unit again
 		case !u.upSince.IsZero():
 			u.downSince = time.Now()
 			failed = 0
@@ -132,9 +136,12 @@ func (u *upstream) run(ctx context.Context) {
 			return
 		}
 		wait := u.m.retryAfter(failed)
-		if failed > 0 {
+		switch {
+		case refused:
+			u.m.log.Warn("a unit of the primary's stream refused, none of it applied", "host", u.host, "port", u.port, "err", err, "failed_in_a_row", failed, "retry_in", wait)
+		case failed > 0:
 			u.m.log.Warn("full sync failed", "host", u.host, "port", u.port, "err", err, "failed_in_a_row", failed, "retry_in", wait)
-		} else {
+		default:
 			u.m.log.Info("link to the primary down", "host", u.host, "port", u.port, "err", err)
 		}
 		select {
@@ -456,8 +463,15 @@ func (u *upstream) tryApplyUnit(ctx context.Context, unit []pendingFrame) (appli
 	return true, appliedLocked(ctx, func() error { return u.applyFrames(unit) })
 }
 
-// applyFrames applies a unit's frames in order. m.apply is held.
+// applyFrames applies a unit's frames in order, once every frame has
+// verified: a unit with a record that cannot be applied is refused
+// whole, and the link drops at the cut before it. m.apply is held.
 func (u *upstream) applyFrames(unit []pendingFrame) error {
+	for _, p := range unit {
+		if err := p.f.verify(); err != nil {
+			return fmt.Errorf("%w: %w", errRefused, err)
+		}
+	}
 	for _, p := range unit {
 		if err := u.applyFrame(p.raw, p.f); err != nil {
 			return err

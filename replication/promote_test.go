@@ -3,9 +3,13 @@ package replication
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/stretchr/testify/require"
 )
@@ -25,10 +30,22 @@ const t0 = int64(1_700_000_000_000_000_000)
 // and returns the connection, positioned where the frames go.
 func scriptedPrimary(t *testing.T) (port int, accept func() net.Conn) {
 	t.Helper()
+	port, acceptPsync := scriptedPrimaryPsync(t)
+	return port, func() net.Conn {
+		t.Helper()
+		conn, _ := acceptPsync()
+		return conn
+	}
+}
+
+// scriptedPrimaryPsync is scriptedPrimary whose accept also returns the
+// replica's PSYNC command, its arguments as sent.
+func scriptedPrimaryPsync(t *testing.T) (port int, accept func() (net.Conn, []string)) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
-	return ln.Addr().(*net.TCPAddr).Port, func() net.Conn {
+	return ln.Addr().(*net.TCPAddr).Port, func() (net.Conn, []string) {
 		t.Helper()
 		ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
 		conn, err := ln.Accept()
@@ -43,7 +60,7 @@ func scriptedPrimary(t *testing.T) (port int, accept func() net.Conn) {
 				conn.Write([]byte("+PONG\r\n"))
 			case "PSYNC":
 				conn.Write([]byte("+FULLRESYNC " + strings.Repeat("ab", 20) + " 0\r\n"))
-				return conn
+				return conn, args
 			default:
 				conn.Write([]byte("+OK\r\n"))
 			}
@@ -201,6 +218,109 @@ func stoppedLinkAppliesNothing(t *testing.T, mode linkMode, how string) {
 		require.NotContains(t, before, "k")
 	}
 	require.Contains(t, before, "synced")
+	require.Equal(t, mode.watch != nil, looped.Load(), "the stream was read the way the mode says")
+}
+
+// TestRefusedUnitAppliesNothing: a unit of the stream that holds a record
+// the replica cannot apply (a malformed state, a later version's record)
+// is refused whole. The records ahead of the bad one, in its frame and in
+// the unit's first frame, stay unapplied, the clock stays at the reading
+// before the unit, and the link comes back asking for the stream from the
+// cut before the unit. Without the check the records ahead of the bad one
+// were applied: half of an RL.ALL call could land on a replica.
+func TestRefusedUnitAppliesNothing(t *testing.T) {
+	good := fixedRecord(t, "state", t0)
+	src := engine.New(1)
+	feed := src.NewEncodedFeed(persist.AppendStateEntry, 1<<20)
+	src.Apply(good, t0)
+	entry, _ := feed.Append(nil)
+	_, stateRec, _, ok := persist.NextEntry(entry) // version 3: the engine's layout
+	require.True(t, ok)
+	later := persist.AppendRecord(nil, good)
+	later[0] = 9 // a record version this build does not know, its checksum right
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	sum := crc32.Update(crc32.Checksum([]byte("bad"), tab), tab, later[:len(later)-4])
+	binary.LittleEndian.PutUint32(later[len(later)-4:], sum)
+	for _, tc := range []struct {
+		name string
+		rec  []byte
+		err  error
+	}{
+		{"state longer than its bytes", append(slices.Clone(stateRec), 5), engine.ErrState}, // a slack of 5 bytes, none there
+		{"unknown kind", persist.AppendStateRecord(nil, engine.Kind(7), stateRec[2:]), engine.ErrState},
+		{"later version", later, persist.ErrVersion},
+	} {
+		for _, mode := range linkModes {
+			t.Run(mode.name+"/"+tc.name, func(t *testing.T) { refusedUnitAppliesNothing(t, mode, tc.rec, tc.err) })
+		}
+	}
+}
+
+func refusedUnitAppliesNothing(t *testing.T, mode linkMode, bad []byte, want error) {
+	clk := clock.NewTimeline(clock.NewManual(t0-int64(time.Hour)), 0)
+	e := engine.New(4)
+	var logged rltest.SyncBuffer
+	o := Options{Engine: e, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	var looped atomic.Bool
+	if mode.watch != nil {
+		o.Watch = mode.watch(&looped)
+	}
+	done := make(chan error, 16)
+	frameDone = func(kind byte, err error) {
+		if kind == frameRecords {
+			done <- err
+		}
+	}
+	t.Cleanup(func() { frameDone = nil }) // after the Manager's stop (cleanups run last first)
+	m := running(t, New(o))
+
+	port, accept := scriptedPrimaryPsync(t)
+	require.False(t, m.ReplicaOf("127.0.0.1", port))
+	conn, _ := accept()
+	var fw frameWriter
+	fw.start = -1
+	fw.frame(frameSyncStart, t0)
+	fw.record(fixedRecord(t, "synced", t0), t0)
+	fw.close()
+	fw.frame(frameSyncEnd, t0)
+	// One unit in two frames: k0 in an 'm', then k1 and the bad record
+	// in the 'r' that ends it.
+	t1 := t0 + int64(time.Second)
+	fw.open(frameMore, t1)
+	fw.buf = persist.AppendEntry(fw.buf, fixedRecord(t, "k0", t1))
+	fw.close()
+	fw.open(frameRecords, t1)
+	fw.buf = persist.AppendEntry(fw.buf, fixedRecord(t, "k1", t1))
+	fw.buf = binary.AppendUvarint(fw.buf, 3)
+	fw.buf = append(fw.buf, "bad"...)
+	fw.buf = binary.AppendUvarint(fw.buf, uint64(len(bad)))
+	fw.buf = append(fw.buf, bad...)
+	fw.close()
+	_, err := conn.Write(fw.buf)
+	require.NoError(t, err)
+
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, errRefused)
+		require.ErrorIs(t, err, want)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replica never finished the unit")
+	}
+	held := records(e, t0)
+	require.Contains(t, held, "synced")
+	for _, k := range []string{"k0", "k1", "bad"} {
+		require.NotContains(t, held, k, "a record of the refused unit was applied")
+	}
+	require.Equal(t, t0, clk.Now(), "the clock moved to the refused unit's reading")
+
+	// The link comes back, and asks for the stream from the byte after
+	// the full sync's offset (0): the refused unit is not in its backlog.
+	// Before, the replica said why, and counted a failure to back off by.
+	_, psync := accept()
+	require.Equal(t, []string{"PSYNC", strings.Repeat("ab", 20), "1"}, psync)
+	require.Contains(t, logged.String(), `level=WARN msg="a unit of the primary's stream refused, none of it applied"`)
+	require.Contains(t, logged.String(), `record of \"bad\"`)
+	require.Contains(t, logged.String(), "failed_in_a_row=1")
 	require.Equal(t, mode.watch != nil, looped.Load(), "the stream was read the way the mode says")
 }
 

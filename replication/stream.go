@@ -54,6 +54,11 @@ const recordsFrameCut = 64 << 10
 // errFrame: a frame that does not decode (the link is dropped).
 var errFrame = errors.New("replication: malformed frame")
 
+// errRefused: a unit of the stream holds a record this replica cannot
+// apply, so none of the unit is applied; the link is dropped and tried
+// again from the cut before the unit, backing off as after a failed sync.
+var errRefused = errors.New("replication: unit refused")
+
 // frameWriter builds frames in a buffer.
 type frameWriter struct {
 	buf   []byte
@@ -186,10 +191,29 @@ func (f frame) recordsInto(e *engine.Engine, fn func(engine.Record) error) error
 // applyTo applies a records frame's records to e at now, in order
 // (persist.ApplyRecord: a state of words alone is stored with no Record
 // built), their keys prefetched. On a record that does not decode it
-// stops with records' error; those before it stay applied.
+// stops with records' error; those before it stay applied (a replica
+// verifies a unit first).
 func (f frame) applyTo(e *engine.Engine, now int64) error {
 	return f.entriesInto(e, func(key, rec []byte) error {
 		if err := persist.ApplyRecord(e, key, rec, now); err != nil {
+			return fmt.Errorf("replication: record of %q: %w", key, err)
+		}
+		return nil
+	})
+}
+
+// verify returns the error applyTo would stop at on this frame's
+// records, applying nothing (persist.CheckRecord), or nil for a frame
+// without records. A replica verifies every frame of a unit before it
+// applies any, so a unit is applied whole or not at all even when its
+// primary sent a record this replica cannot take (a corrupt state, or a
+// later version's).
+func (f frame) verify() error {
+	if f.kind != frameRecords && f.kind != frameMore {
+		return nil
+	}
+	return f.entriesInto(nil, func(key, rec []byte) error {
+		if err := persist.CheckRecord(key, rec); err != nil {
 			return fmt.Errorf("replication: record of %q: %w", key, err)
 		}
 		return nil

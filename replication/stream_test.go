@@ -239,7 +239,8 @@ func TestStateRecordsArePinned(t *testing.T) {
 // sends a kept change (record=state, the engine's layout); and 1,000
 // RL.LOG keys of 60 admissions in the engine's layout (record=state-log),
 // and 1,000 RL.BUCKET keys with four reservations in line (state-line).
-// ns/record is per record.
+// verify=... is the check a replica makes of a unit before applying it
+// (frame.verify), on the same frames. ns/record is per record.
 func BenchmarkApplyRecords(b *testing.B) {
 	const n = 1000
 	const now = int64(1_800_000_000_000_000_000)
@@ -285,6 +286,16 @@ func BenchmarkApplyRecords(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := (frame{body: tc.body}).applyTo(e, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+		// What a replica's check of a unit adds to its apply (verify).
+		b.Run("verify="+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := (frame{kind: frameRecords, body: tc.body}).verify(); err != nil {
 					b.Fatal(err)
 				}
 			}
