@@ -82,7 +82,9 @@ func TestFramesRoundTrip(t *testing.T) {
 // as frames and applying the records frames to an engine, as the replica
 // does, never panics. A records frame that decodes, encoded again, decodes
 // to the same records, and gives the same records and the same failure
-// with its keys prefetched (recordsInto).
+// with its keys prefetched (recordsInto). verify, which a replica runs on
+// a unit before applying any of it, fails exactly where applyTo would:
+// else a unit could be half applied.
 func FuzzFrames(f *testing.F) {
 	var fw frameWriter
 	fw.start = -1
@@ -167,9 +169,10 @@ func FuzzFrames(f *testing.F) {
 				t.Fatalf("with its keys prefetched the frame gave %v, %v; else %v, %v", ahead, errAhead, recs, err)
 			}
 			n, errCheck := fr.check()
+			errVerify := fr.verify()
 			errApplied := fr.applyTo(applied, fr.now)
-			if (err == nil) != (errApplied == nil) || (err == nil) != (errCheck == nil) {
-				t.Fatalf("records: %v; applyTo: %v; check: %v", err, errApplied, errCheck)
+			if (err == nil) != (errApplied == nil) || (err == nil) != (errCheck == nil) || (err == nil) != (errVerify == nil) {
+				t.Fatalf("records: %v; applyTo: %v; check: %v; verify: %v", err, errApplied, errCheck, errVerify)
 			}
 			if err == nil && n != len(recs) {
 				t.Fatalf("check counted %d records of %d", n, len(recs))
