@@ -119,12 +119,13 @@ func (u *upstream) run(ctx context.Context) {
 		refused := errors.Is(err, errRefused)
 		u.m.mu.Lock()
 		switch {
-		case !u.upSince.IsZero() && refused:
-			u.downSince = time.Now()
-			failed++ // the primary will send the same unit again
 		case !u.upSince.IsZero():
 			u.downSince = time.Now()
-			failed = 0
+			if refused {
+				failed++ // the primary will send the same unit again
+			} else {
+				failed = 0
+			}
 		case u.state == stateSync:
 			failed++
 		}
@@ -295,7 +296,7 @@ func (u *upstream) fullSync(ctx context.Context, br *bufio.Reader, replid string
 		case f.kind == frameSyncStart && head.kind == 0:
 			head = f
 		case f.kind == frameRecords && head.kind != 0:
-			n, err := f.check()
+			n, err := f.verify()
 			if err != nil {
 				return err
 			}
@@ -468,7 +469,7 @@ func (u *upstream) tryApplyUnit(ctx context.Context, unit []pendingFrame) (appli
 // whole, and the link drops at the cut before it. m.apply is held.
 func (u *upstream) applyFrames(unit []pendingFrame) error {
 	for _, p := range unit {
-		if err := p.f.verify(); err != nil {
+		if _, err := p.f.verify(); err != nil {
 			return fmt.Errorf("%w: %w", errRefused, err)
 		}
 	}

@@ -202,28 +202,24 @@ func (f frame) applyTo(e *engine.Engine, now int64) error {
 	})
 }
 
-// verify returns the error applyTo would stop at on this frame's
-// records, applying nothing (persist.CheckRecord), or nil for a frame
-// without records. A replica verifies every frame of a unit before it
-// applies any, so a unit is applied whole or not at all even when its
-// primary sent a record this replica cannot take (a corrupt state, or a
-// later version's).
-func (f frame) verify() error {
+// verify returns how many records the frame holds and the error applyTo
+// would stop at on them, applying nothing (persist.CheckRecord); a frame
+// without records holds none. A replica verifies every frame of a unit
+// before it applies any, so a unit is applied whole or not at all even
+// when its primary sent a record this replica cannot take (a corrupt
+// state, or a later version's), and a full sync's frames before it
+// installs any.
+func (f frame) verify() (n int, err error) {
 	if f.kind != frameRecords && f.kind != frameMore {
-		return nil
+		return 0, nil
 	}
-	return f.entriesInto(nil, func(key, rec []byte) error {
+	err = f.entriesInto(nil, func(key, rec []byte) error {
 		if err := persist.CheckRecord(key, rec); err != nil {
 			return fmt.Errorf("replication: record of %q: %w", key, err)
 		}
+		n++
 		return nil
 	})
-}
-
-// check returns how many records a records frame holds, or the error
-// records stops at.
-func (f frame) check() (n int, err error) {
-	err = f.records(func(engine.Record) error { n++; return nil })
 	return n, err
 }
 
