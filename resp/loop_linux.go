@@ -124,6 +124,7 @@ func (s *Server) startLoops() bool {
 		addLoops(1)
 		go l.run()
 	}
+	s.askSpareP(true)
 	return true
 }
 

@@ -31,7 +31,7 @@ type Server struct {
 	loops  []*loop
 	next   int // the loop the next connection goes to
 	closed bool
-	spare  bool // SetSpareP(true), guarded by spare.mu
+	spare  bool // askSpareP(true), guarded by spare.mu
 	wg     sync.WaitGroup
 }
 
@@ -100,7 +100,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // Close stops accepting, closes every connection and waits for their
 // goroutines to finish or ctx to end.
 func (s *Server) Close(ctx context.Context) error {
-	s.SetSpareP(false)
+	s.askSpareP(false)
 	s.mu.Lock()
 	s.closed = true
 	if s.ln != nil {

@@ -8,11 +8,15 @@ import (
 
 // A spare P: each event loop holds its P while it waits for events (a raw
 // epoll wait, see loop.wait), so a goroutine outside the loops runs only
-// when a loop ends a round. A replica has such goroutines beside its
-// loops: its link's (acks, and the whole stream where no loop reads it:
-// Watch), timers, expiry; with one P more they run at once. (Whether it
-// still shortens the lag since a loop reads the link was not resolved:
-// bench/RESULTS.md, "The replica's event loop reads its link".)
+// when a loop ends a round. Worse, Go's network poller is polled only by
+// a P with nothing to run, or by the runtime's monitor every 10 ms: while
+// the loops are busy, a goroutine waiting for its socket (the acceptor,
+// the Envoy front's gRPC, a primary's reader of its replicas' acks, which
+// WAIT waits for, a replica's link where no loop reads it) would wait up
+// to 10 ms for its event. With one P more than its loops, the spare P's
+// thread sits in the poller and runs them at once (bench/RESULTS.md,
+// "Goroutines beside the loops"). Every server whose loops serve asks
+// for it.
 var spare struct {
 	mu     sync.Mutex
 	base   int // GOMAXPROCS when the first loops started (one loop per P); 0 before
@@ -25,11 +29,11 @@ var spare struct {
 	up atomic.Bool
 }
 
-// SetSpareP asks (on) or stops asking (off) for one P beyond the event
-// loops, for as long as the server is a replica. It applies only while
-// loops serve; GOMAXPROCS is process-wide, so it stays raised while any
-// server of the process asks.
-func (s *Server) SetSpareP(on bool) {
+// askSpareP asks (on) or stops asking (off) for one P beyond the event
+// loops: a server asks once its loops serve, and stops when it closes.
+// GOMAXPROCS is process-wide, so it stays raised while any server of the
+// process asks.
+func (s *Server) askSpareP(on bool) {
 	spare.mu.Lock()
 	defer spare.mu.Unlock()
 	if s.spare == on {

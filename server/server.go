@@ -220,9 +220,6 @@ func Start(opts Options) (*Server, error) {
 			if f := front.Load(); f != nil {
 				f.SetServing(w == replication.WritesOK)
 			}
-			if r := rsrv.Load(); r != nil {
-				r.SetSpareP(w == replication.WritesReadOnly) // the link applies at once (resp/spare.go)
-			}
 		},
 	})
 	if snap != nil {
@@ -291,7 +288,6 @@ func Start(opts Options) (*Server, error) {
 	s := &Server{Metrics: ms, RLS: rs, Node: nd, Engine: e, Clock: tl, Replication: repl, Addr: ln.Addr(), Loaded: loaded, resp: resp.NewServer(nd, resp.Options{TLS: tlsCfg, GoroutinePerConn: opts.GoroutinePerConn}),
 		cancel: cancel, done: make(chan error, 1), store: store, snap: snap, log: log}
 	rsrv.Store(s.resp)
-	s.resp.SetSpareP(repl.IsReplica())
 	if cfg.ReplicaOf != "" {
 		host, port, _ := node.ParseReplicaOf(cfg.ReplicaOf) // Validate accepted it
 		repl.ReplicaOf(host, port)
