@@ -29,6 +29,9 @@ type Client struct {
 	mark int64
 	// stripe is the statistics cell the client's commands count in.
 	stripe uint32
+	// looped: an event loop serves the client and pumps the replication
+	// stream at the end of each round (SetLooped).
+	looped bool
 	// seq counts Exec's entries and exits in cluster mode: odd while a
 	// command runs (Node.drain waits for it to move on).
 	seq atomic.Uint64
@@ -163,6 +166,12 @@ func (n *Node) connectedClients() int {
 // before the client's first command. Without it, a client counts in the
 // cell its ID picks.
 func (c *Client) SetStripe(loop int) { c.stripe = uint32(loop) % stripes }
+
+// SetLooped tells the client that an event loop serves it, and calls
+// Node.PumpReplication at the end of every round: its writes then leave
+// the replication pump to the loop instead of waking its goroutine. Call
+// it before the client's first command.
+func (c *Client) SetLooped() { c.looped = true }
 
 // Mark records that a new batch of commands has just been read, so the
 // first command's time excludes the wait for input. The connection calls

@@ -74,7 +74,7 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 	} else if cmd.Has(commands.FlagWrite) {
 		c.Wrote()
 		n.run(c, cmd, args, w, now, st)
-		n.tellReplication()
+		n.tellReplicationFrom(c)
 		return
 	}
 	n.run(c, cmd, args, w, now, st)
@@ -90,7 +90,7 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 	c.inExec = true
 	defer func() {
 		c.inExec = false
-		n.tellReplication()
+		n.tellReplicationFrom(c)
 		for _, f := range c.afterExec {
 			f()
 		}
@@ -139,10 +139,29 @@ func (n *Node) tellReplication() {
 	}
 }
 
+// tellReplicationFrom tells replication that c's write ran: as
+// tellReplication, or, when an event loop serves c, for the loop's
+// PumpReplication (replication.Manager.ChangedOnLoop).
+func (n *Node) tellReplicationFrom(c *Client) {
+	switch {
+	case n.repl == nil:
+	case c.looped:
+		n.repl.ChangedOnLoop()
+	default:
+		n.repl.Changed()
+	}
+}
+
 // ReplicationPending reports whether writes wait for the replication pump
-// (replication.Manager.Pending): an event loop yields before it sends a
-// round's replies, so its replicas get the round's changes first.
+// (replication.Manager.Pending).
 func (n *Node) ReplicationPending() bool { return n.repl != nil && n.repl.Pending() }
+
+// PumpReplication runs the replication pump on the calling event loop
+// at the end of its round, before the round's replies are sent, so its
+// replicas get the round's changes first (replication.Manager.PumpNow).
+// It reports false if the pump's goroutine has them: the loop then
+// yields to it.
+func (n *Node) PumpReplication() bool { return n.repl != nil && n.repl.PumpNow() }
 
 // clientOf finds the client of a session of this node.
 func (n *Node) clientOf(s *commands.Session) *Client {

@@ -506,7 +506,7 @@ func (u *upstream) applyFrame(raw []byte, f frame) error {
 		return fmt.Errorf("%w: %q in the stream", errFrame, f.kind)
 	}
 	m.mu.Lock()
-	m.appendLocked(raw)
+	m.appendLocked(raw, false)
 	if f.kind != frameHeartbeat {
 		m.lastState = m.offset
 	}

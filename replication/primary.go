@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
@@ -27,10 +28,18 @@ type link struct {
 	// spare the buffer written last, reused. A replica that lets out grow
 	// past replicaOutputLimit is dropped (it resyncs when it returns).
 	out, spare []byte
-	ack        int64     // the offset it acknowledged
-	ackAt      time.Time // when it last did
-	online     bool      // past its full sync: it acknowledged once, or continued
-	closed     bool
+	// writing: the link's goroutine is writing (its sync, or bytes it
+	// took from out), so nobody else may write to conn now: the bytes
+	// would pass the ones it writes. True from the link's start.
+	writing bool
+	taken   int       // how many times the goroutine took bytes from out
+	ack     int64     // the offset it acknowledged
+	ackAt   time.Time // when it last did
+	online  bool      // past its full sync: it acknowledged once, or continued
+	closed  bool
+	// raw writes without waiting (sendLocked); nil if conn has no
+	// descriptor, when only the link's goroutine writes.
+	raw syscall.RawConn
 }
 
 // Replica describes an online replica (ROLE).
@@ -56,7 +65,10 @@ var errNoMasterLink = errors.New("NOMASTERLINK Can't SYNC while not connected wi
 // until the link closes. pending holds the bytes already read from conn
 // after the PSYNC. It returns at once; the link has goroutines of its own.
 func (m *Manager) Serve(conn net.Conn, pending []byte, s Sync) {
-	l := &link{m: m, conn: conn, ip: s.IP, port: s.Port}
+	l := &link{m: m, conn: conn, ip: s.IP, port: s.Port, writing: true}
+	if sc, ok := conn.(syscall.Conn); ok {
+		l.raw, _ = sc.SyscallConn()
+	}
 	if l.ip == "" {
 		l.ip = hostOf(conn.RemoteAddr())
 	}
@@ -79,6 +91,7 @@ func (l *link) run(s Sync, pending []byte) {
 	}
 	for {
 		m.mu.Lock()
+		l.writing = false
 		for !l.closed && len(l.out) == 0 {
 			m.cond.Wait()
 		}
@@ -88,6 +101,8 @@ func (l *link) run(s Sync, pending []byte) {
 		}
 		buf := l.out
 		l.out = l.spare[:0]
+		l.writing = true
+		l.taken++
 		m.mu.Unlock()
 		if _, err := l.conn.Write(buf); err != nil {
 			return
@@ -120,6 +135,45 @@ func (m *Manager) queueLocked(p []byte) {
 			l.closeLocked()
 		}
 	}
+}
+
+// sendLocked writes each link's waiting bytes from the caller's
+// goroutine, as far as its socket takes them without waiting, where the
+// link's goroutine is not writing: an event loop's pump (PumpNow) then
+// wakes no goroutine. It reports whether bytes are left for a link's
+// goroutine to write (its socket was full, or the link cannot be written
+// to here): the caller must then wake it. m.mu must be held.
+func (m *Manager) sendLocked() (left bool) {
+	for _, l := range m.links {
+		if len(l.out) == 0 || l.writing {
+			continue // a writing goroutine takes out when it is done
+		}
+		n := l.writeNow(l.out)
+		if n == len(l.out) {
+			l.out = l.out[:0]
+			continue
+		}
+		l.out = l.out[:copy(l.out, l.out[n:])]
+		left = true
+	}
+	return left
+}
+
+// writeNow writes what the socket takes of p now, and returns how much.
+// An error writes nothing: the link's goroutine meets it again and closes
+// the link.
+func (l *link) writeNow(p []byte) int {
+	if l.raw == nil {
+		return 0
+	}
+	n := 0
+	l.raw.Write(func(fd uintptr) bool {
+		if k, err := syscall.Write(int(fd), p); err == nil {
+			n = k
+		}
+		return true // never wait for the socket: the link's goroutine does
+	})
+	return n
 }
 
 // attach decides the replica's sync and registers the link: the reply

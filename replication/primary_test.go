@@ -19,7 +19,16 @@ import (
 // replica attached after it still gets every change, before the drop and
 // after. The stalled replica is attached first, so a drop that moved the
 // other link while the links were being served would skip its share.
+// The pump runs on its goroutine, or as an event loop runs it (PumpNow):
+// the loop writes what each socket takes and leaves the rest, the
+// stalled replica's most of all, to the links' goroutines.
 func TestReplicaTooFarBehindIsDropped(t *testing.T) {
+	for _, onLoop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("onLoop=%v", onLoop), func(t *testing.T) { testTooFarBehind(t, onLoop) })
+	}
+}
+
+func testTooFarBehind(t *testing.T, onLoop bool) {
 	was := replicaOutputLimit
 	replicaOutputLimit = 64 << 10
 	t.Cleanup(func() { replicaOutputLimit = was })
@@ -66,9 +75,14 @@ func TestReplicaTooFarBehindIsDropped(t *testing.T) {
 				engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 1}, t0)
 			require.NoError(t, err)
 		}
-		m.serial.Lock()
-		m.pump(false)
-		m.serial.Unlock()
+		if onLoop {
+			m.ChangedOnLoop()
+			require.True(t, m.PumpNow(), "the loop pumps")
+		} else {
+			m.serial.Lock()
+			m.pump(false)
+			m.serial.Unlock()
+		}
 		deadline := time.After(10 * time.Second)
 		for len(want) > 0 {
 			select {
@@ -92,6 +106,66 @@ func TestReplicaTooFarBehindIsDropped(t *testing.T) {
 	_, err = io.Copy(io.Discard, stalledBr)
 	require.NoError(t, err, "the dropped replica's link ends (EOF), rather than stalling")
 	require.Equal(t, 1, links(), "the reading replica stays attached")
+}
+
+// TestPumpNowWritesOnTheLoop: a write on an event loop leaves its pump
+// to the loop (ChangedOnLoop), which writes the stream to a replica
+// whose socket takes it (PumpNow): the link's goroutine is not woken to
+// write it, so the round wakes no thread. The replica gets the change;
+// with BatchInterval set, the loop leaves it to the pump's goroutine.
+func TestPumpNowWritesOnTheLoop(t *testing.T) {
+	e := engine.New(4)
+	m := running(t, New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	_, br := attachReplica(t, m, ln, false)
+	taken := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.links[0].taken
+	}
+	// The link's goroutine has written the sync; it now waits.
+	require.Eventually(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return !m.links[0].writing
+	}, 10*time.Second, time.Millisecond)
+	before := taken()
+	write := func(key string) {
+		t.Helper()
+		_, err := e.Store().Limit(engine.KindFixed, []byte(key), engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 1}, t0)
+		require.NoError(t, err)
+		m.ChangedOnLoop()
+	}
+	write("k1")
+	require.True(t, m.Pending(), "the write waits for the loop's pump")
+	require.True(t, m.PumpNow())
+	require.False(t, m.Pending())
+	require.Equal(t, "k1", nextRecord(t, br))
+	require.Equal(t, before, taken(), "the loop wrote the stream: the link's goroutine took nothing")
+	require.False(t, m.PumpNow(), "nothing waits: nothing pumped")
+
+	m.SetBatchInterval(time.Hour)
+	write("k2")
+	require.False(t, m.PumpNow(), "held for the interval: the pump's goroutine has it")
+}
+
+// nextRecord returns the key of the next record the replica reads,
+// skipping heartbeats.
+func nextRecord(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	for {
+		_, f, err := readFrame(br)
+		require.NoError(t, err)
+		if f.kind != frameRecords {
+			continue
+		}
+		var keys []string
+		require.NoError(t, f.records(func(r engine.Record) error { keys = append(keys, r.Key); return nil }))
+		require.Len(t, keys, 1)
+		return keys[0]
+	}
 }
 
 // attachReplica connects a replica to m through ln and reads its full

@@ -143,6 +143,9 @@ type Manager struct {
 	serial sync.Mutex
 	fw     frameWriter
 	body   []byte // the pump's changes, entries of a records frame (Feed.Append)
+	// inline: the pump runs on an event loop (PumpNow), which writes
+	// the stream to the links itself. Guarded by serial.
+	inline bool
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when the stream grows, an ack arrives or a link closes
@@ -359,7 +362,7 @@ func (m *Manager) pump(beat bool) {
 		// the records, so an ack of it covers them (WAIT).
 		m.fw.frame(frameHeartbeat, now)
 	}
-	m.appendLocked(m.fw.buf)
+	m.appendLocked(m.fw.buf, m.inline)
 	if len(m.body) > 0 || flushed {
 		m.lastState = m.offset
 	}
@@ -368,13 +371,19 @@ func (m *Manager) pump(beat bool) {
 	}
 }
 
-// appendLocked adds stream bytes to the backlog and wakes the links.
-func (m *Manager) appendLocked(p []byte) {
+// appendLocked adds stream bytes to the backlog and the links' output,
+// and wakes the links' goroutines; with send, it first writes what the
+// links' sockets take now (sendLocked), and wakes them only if bytes are
+// left.
+func (m *Manager) appendLocked(p []byte, send bool) {
 	m.bl.write(p)
 	m.queueLocked(p)
 	m.offset = m.bl.end
 	m.history = true
 	m.last = time.Now()
+	if send && !m.sendLocked() {
+		return
+	}
 	m.cond.Broadcast()
 }
 
@@ -404,6 +413,45 @@ func (m *Manager) Changed() {
 		default:
 		}
 	}
+}
+
+// ChangedOnLoop is Changed for a write that ran on an event loop, which
+// calls PumpNow at the end of its round: the pump's goroutine is not
+// woken, so the round wakes no other goroutine, and no thread with it
+// (resp/spare.go). With BatchInterval set, the pump's goroutine holds
+// the changes as for Changed. Cheap; safe for concurrent use.
+func (m *Manager) ChangedOnLoop() {
+	if m.batch.Load() > 0 {
+		m.Changed()
+		return
+	}
+	if m.linked.Load() && !m.kicked.Load() {
+		m.kicked.Store(true)
+	}
+}
+
+// PumpNow runs the pump on the caller's goroutine, an event loop at the
+// end of its round, if writes wait for it: their changes, then the
+// stream's bytes to the replicas' sockets, as far as those take them
+// without waiting (Redis's event loop writes to its replicas the same
+// way). It reports false if it left them to the pump's goroutine: with
+// BatchInterval set, or while that goroutine pumps (it is then woken
+// again, so the changes go at once). Safe for concurrent use.
+func (m *Manager) PumpNow() bool {
+	if !m.kicked.Load() || m.batch.Load() > 0 {
+		return false
+	}
+	if !m.serial.TryLock() {
+		m.kicked.Store(false)
+		m.Changed() // the goroutine may have read the feed before this round's writes
+		return false
+	}
+	m.kicked.Store(false) // before the feed's read: a write after it kicks again
+	m.inline = true
+	m.pump(false)
+	m.inline = false
+	m.serial.Unlock()
+	return true
 }
 
 // Pending reports whether a write is waiting for the pump (Changed, with

@@ -287,6 +287,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 	l := s.loops[s.next%len(s.loops)]
 	s.next++
 	c.SetStripe(l.index) // before the loop can see the connection
+	c.SetLooped()
 	c.SetDeliver(func(m *node.Message) { l.deliver(lc, m) })
 	s.lconns[lc] = struct{}{}
 	s.wg.Add(1)
@@ -400,11 +401,13 @@ func (l *loop) run() {
 			}
 			l.handle(lc, ev.Events)
 		}
-		if len(l.round) > 0 && l.s.node.ReplicationPending() {
+		if l.s.node.ReplicationPending() && !l.s.node.PumpReplication() && len(l.round) > 0 {
 			// The round wrote: the replication pump sends its changes
 			// before its replies go, so a client that reads its write
 			// back from a replica finds it there more often, and a
-			// replica lags by the pump, not by the replies' sends.
+			// replica lags by the pump, not by the replies' sends. The
+			// loop pumps itself; where the pump's goroutine has the
+			// changes, it yields to it.
 			runtime.Gosched()
 		}
 		for i := 0; i < len(l.round); i++ { // by index: a write may queue more
