@@ -124,7 +124,6 @@ func (s *Server) startLoops() bool {
 		addLoops(1)
 		go l.run()
 	}
-	s.askSpareP(true)
 	return true
 }
 
@@ -290,6 +289,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 	c.SetLooped()
 	c.SetDeliver(func(m *node.Message) { l.deliver(lc, m) })
 	s.lconns[lc] = struct{}{}
+	s.spareLocked()
 	s.wg.Add(1)
 	s.mu.Unlock()
 	// Register under the loop's lock: a loop that Close stopped has
@@ -314,6 +314,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 		srv.RemoveClient(c)
 		s.mu.Lock()
 		delete(s.lconns, lc)
+		s.spareLocked()
 		s.mu.Unlock()
 		s.wg.Done()
 	}
@@ -675,6 +676,7 @@ func (l *loop) close(lc *lconn) {
 	l.s.node.RemoveClient(lc.c)
 	l.s.mu.Lock()
 	delete(l.s.lconns, lc)
+	l.s.spareLocked()
 	l.s.mu.Unlock()
 	l.s.wg.Done()
 }

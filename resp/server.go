@@ -32,7 +32,12 @@ type Server struct {
 	next   int // the loop the next connection goes to
 	closed bool
 	spare  bool // askSpareP(true), guarded by spare.mu
-	wg     sync.WaitGroup
+	// watches counts the descriptors watched on the loops (Watch), and
+	// linger lowers GOMAXPROCS once nothing was served for spareLinger
+	// (spareLocked); both guarded by mu.
+	watches int
+	linger  *time.Timer
+	wg      sync.WaitGroup
 }
 
 // Options choose how a Server serves.
@@ -100,9 +105,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // Close stops accepting, closes every connection and waits for their
 // goroutines to finish or ctx to end.
 func (s *Server) Close(ctx context.Context) error {
-	s.askSpareP(false)
 	s.mu.Lock()
 	s.closed = true
+	s.spareLocked()
 	if s.ln != nil {
 		s.ln.Close()
 	}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A spare P: each event loop holds its P while it waits for events (a raw
@@ -15,8 +16,12 @@ import (
 // WAIT waits for, a replica's link where no loop reads it) would wait up
 // to 10 ms for its event. With one P more than its loops, the spare P's
 // thread sits in the poller and runs them at once (bench/RESULTS.md,
-// "Goroutines beside the loops"). Every server whose loops serve asks
-// for it.
+// "Goroutines beside the loops"). A server asks for it while its loops
+// serve a connection or a watched descriptor, and for spareLinger after
+// the last: a server whose loops have nothing to serve (one that only
+// serves the Envoy front) runs no more Ps than cores, which goroutines
+// do better with (the front took 14-25% more CPU a call with the spare
+// P).
 var spare struct {
 	mu     sync.Mutex
 	base   int // GOMAXPROCS when the first loops started (one loop per P); 0 before
@@ -29,10 +34,61 @@ var spare struct {
 	up atomic.Bool
 }
 
+// spareLinger is how long a server keeps asking for the spare P after
+// its loops stopped serving anything: connections that come and go (a
+// client that connects per request) keep it, and GOMAXPROCS, which
+// stops the world to change, changes rarely. A variable for tests.
+var spareLinger = time.Second
+
+// spareLocked asks for the spare P while the loops serve a connection or
+// a watch, and stops asking spareLinger after the last, or at once when
+// the server is closed. s.mu must be held.
+func (s *Server) spareLocked() {
+	if s.closed {
+		if s.linger != nil {
+			s.linger.Stop()
+			s.linger = nil
+		}
+		s.askSpareP(false)
+		return
+	}
+	if len(s.lconns)+s.watches > 0 {
+		if s.linger != nil {
+			s.linger.Stop()
+			s.linger = nil
+		}
+		s.askSpareP(true)
+		return
+	}
+	if !s.spare || s.linger != nil {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(spareLinger, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.linger != t {
+			return // stopped, or replaced, meanwhile
+		}
+		s.linger = nil
+		if len(s.lconns)+s.watches == 0 || s.closed {
+			s.askSpareP(false)
+		}
+	})
+	s.linger = t
+}
+
+// watching counts a watch registered (1) or ended (-1).
+func (s *Server) watching(d int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watches += d
+	s.spareLocked()
+}
+
 // askSpareP asks (on) or stops asking (off) for one P beyond the event
-// loops: a server asks once its loops serve, and stops when it closes.
-// GOMAXPROCS is process-wide, so it stays raised while any server of the
-// process asks.
+// loops (spareLocked). GOMAXPROCS is process-wide, so it stays
+// raised while any server of the process asks.
 func (s *Server) askSpareP(on bool) {
 	spare.mu.Lock()
 	defer spare.mu.Unlock()

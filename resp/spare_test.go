@@ -43,33 +43,53 @@ func TestSpareUp(t *testing.T) {
 	require.False(t, spare.up.Load(), "no server asks")
 }
 
-// TestServerAsksForASpareP: a server asks for the spare P once its loops
-// serve, whatever else it is, and stops asking when it closes
-// (resp/spare.go: without it, a goroutine waiting on Go's network poller
-// waits while the loops are busy).
+// TestServerAsksForASpareP: a server asks for the spare P while its loops
+// serve a connection or a watched descriptor, and stops asking
+// spareLinger after the last (resp/spare.go: without it, a goroutine
+// waiting on Go's network poller waits while the loops are busy; with
+// it, a server that serves only goroutines runs more Ps than cores).
 func TestServerAsksForASpareP(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("event loops are Linux-only")
 	}
+	was := spareLinger
+	spareLinger = 10 * time.Millisecond
+	t.Cleanup(func() { spareLinger = was })
 	s, addr := loopServer(t, Options{})
+	asks := func() bool {
+		spare.mu.Lock()
+		defer spare.mu.Unlock()
+		return s.spare
+	}
 	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
-	defer c.Close()
 	_, err = c.Write([]byte("PING\r\n"))
 	require.NoError(t, err)
 	line, err := bufio.NewReader(c).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "+PONG\r\n", line, "served by a loop")
+	require.True(t, asks(), "a loop serves a connection")
 	spare.mu.Lock()
-	asks, base := s.spare, spare.base
+	base := spare.base
 	spare.mu.Unlock()
-	require.True(t, asks, "a serving server asks")
 	require.Equal(t, base+1, runtime.GOMAXPROCS(0))
+
+	c.Close()
+	eventually(t, func() bool { return !asks() }, "nothing served for spareLinger")
+
+	r, _ := pipe(t)
+	stop, _, ok := s.Watch(r, func() bool { return true })
+	require.True(t, ok)
+	require.True(t, asks(), "a loop watches a descriptor")
+	stop()
+	eventually(t, func() bool { return !asks() }, "the watch stopped")
+
+	c, err = net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	eventually(t, asks, "a connection again")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, s.Close(ctx))
-	spare.mu.Lock()
-	asks = s.spare
-	spare.mu.Unlock()
-	require.False(t, asks, "a closed server does not")
+	require.False(t, asks(), "a closed server, at once")
 }

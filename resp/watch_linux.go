@@ -51,6 +51,7 @@ func (s *Server) Watch(fd int, ready func() bool) (stop, kick func(), ok bool) {
 	w.kick.Store(true)
 	l.watched.Store(w)
 	l.mu.Unlock()
+	s.watching(1)
 	l.wakeUp()
 	kick = func() {
 		w.kick.Store(true)
@@ -64,7 +65,8 @@ func (s *Server) Watch(fd int, ready func() bool) (stop, kick func(), ok bool) {
 func (l *loop) unwatch(w *watch) {
 	w.mu.Lock()
 	l.mu.Lock()
-	if !w.off {
+	ended := !w.off
+	if ended {
 		w.off = true
 		if !l.exited {
 			syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
@@ -73,6 +75,9 @@ func (l *loop) unwatch(w *watch) {
 	l.watched.CompareAndSwap(w, nil)
 	l.mu.Unlock()
 	w.mu.Unlock()
+	if ended {
+		l.s.watching(-1)
+	}
 }
 
 // serveWatch calls the watch's ready if the round's events include its
@@ -106,5 +111,6 @@ func (l *loop) serveWatch(events []syscall.EpollEvent) int {
 		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
 	}
 	l.mu.Unlock()
+	l.s.watching(-1)
 	return mine
 }
