@@ -195,3 +195,32 @@ func attachReplica(t *testing.T, m *Manager, ln net.Listener, small bool) (net.C
 		}
 	}
 }
+
+// TestHostOf: a link's address as ROLE and INFO show it, from its
+// connection's remote address. A replica that hung up right after its
+// PSYNC leaves a connection without one, which crashed the primary.
+func TestHostOf(t *testing.T) {
+	for _, c := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6380}, "127.0.0.1"},
+		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 6380}, "::1"},
+		{&net.UnixAddr{Name: "/tmp/r.sock", Net: "unix"}, "/tmp/r.sock"},
+		{nil, ""},
+	} {
+		require.Equal(t, c.want, hostOf(c.addr), "%v", c.addr)
+	}
+	m := running(t, New(Options{Engine: engine.New(4), Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
+	conn, replica := net.Pipe()
+	defer replica.Close()
+	m.Serve(peerless{conn}, nil, Sync{ReplID: "?", Offset: -1})
+	line, err := bufio.NewReader(replica).ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, "+FULLRESYNC "), line)
+}
+
+// peerless is a connection without a remote address.
+type peerless struct{ net.Conn }
+
+func (peerless) RemoteAddr() net.Addr { return nil }

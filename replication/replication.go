@@ -696,8 +696,13 @@ func (m *Manager) announce() (port int, ip string) {
 	return port, m.o.AnnounceIP
 }
 
-// hostOf is the address part of a connection's remote address.
+// hostOf is the address part of a connection's remote address, "" for
+// none: a connection handed over after its peer had gone has none (Go
+// asks the socket for its peer when it makes the net.Conn).
 func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
 	h, _, err := net.SplitHostPort(a.String())
 	if err != nil {
 		return a.String()
