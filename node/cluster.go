@@ -115,7 +115,7 @@ func (n *Node) ClusterHandOff(s *commands.Session, id string, slots *[cluster.Sl
 	n.drain(s.ID)
 	now := n.clock.Now()
 	recs := n.engine.Take(now, func(k []byte) bool { return slots[cluster.Slot(k)] })
-	n.tellReplication()
+	n.tellReplication(nil)
 	n.log.Info("cluster slots handed over", "to", id, "keys", len(recs))
 	// The receiver's clock rises to the reading sent, which covers every
 	// lease token issued here (engine/lease.go).
@@ -177,7 +177,7 @@ func (n *Node) ImportSlots(slots *[cluster.Slots]bool, payload []byte) error {
 	for _, r := range recs {
 		n.engine.Apply(r, now)
 	}
-	n.tellReplication()
+	n.tellReplication(nil)
 	if n.snap != nil {
 		if err := n.snap.Save(); err != nil {
 			n.log.Error("snapshot after a slot import failed", "err", err)

@@ -74,7 +74,7 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 	} else if cmd.Has(commands.FlagWrite) {
 		c.Wrote()
 		n.run(c, cmd, args, w, now, st)
-		n.tellReplicationFrom(c)
+		n.tellReplication(c)
 		return
 	}
 	n.run(c, cmd, args, w, now, st)
@@ -90,7 +90,7 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 	c.inExec = true
 	defer func() {
 		c.inExec = false
-		n.tellReplicationFrom(c)
+		n.tellReplication(c)
 		for _, f := range c.afterExec {
 			f()
 		}
@@ -131,21 +131,14 @@ func (n *Node) deferInExec(s *commands.Session, f func()) bool {
 	return true
 }
 
-// tellReplication tells replication that a write ran
-// (replication.Manager.Changed).
-func (n *Node) tellReplication() {
-	if n.repl != nil {
-		n.repl.Changed()
-	}
-}
-
-// tellReplicationFrom tells replication that c's write ran: as
-// tellReplication, or, when an event loop serves c, for the loop's
-// PumpReplication (replication.Manager.ChangedOnLoop).
-func (n *Node) tellReplicationFrom(c *Client) {
+// tellReplication tells replication that a write ran, c's (nil for
+// none: an expiry sweep, a slot handover): for the event loop's
+// PumpReplication when a loop serves c (replication.Manager.ChangedOnLoop),
+// else for the pump's goroutine (replication.Manager.Changed).
+func (n *Node) tellReplication(c *Client) {
 	switch {
 	case n.repl == nil:
-	case c.looped:
+	case c != nil && c.looped:
 		n.repl.ChangedOnLoop()
 	default:
 		n.repl.Changed()

@@ -14,7 +14,7 @@ func (n *Node) RunExpiry(ctx context.Context, interval time.Duration) {
 	clock.Every(ctx, interval, func() {
 		st := n.engine.SweepCounting(n.clock.Now(), counted)
 		if st.Expired > 0 {
-			n.tellReplication() // the replicas drop them now, not at the pump's next tick
+			n.tellReplication(nil) // the replicas drop them now, not at the pump's next tick
 		}
 		for h := int64(st.LongestHold); ; {
 			if old := n.stats.expireHold.Load(); h <= old || n.stats.expireHold.CompareAndSwap(old, h) {

@@ -44,34 +44,26 @@ var spareLinger = time.Second
 // a watch, and stops asking spareLinger after the last, or at once when
 // the server is closed. s.mu must be held.
 func (s *Server) spareLocked() {
-	if s.closed {
+	serving := !s.closed && len(s.lconns)+s.watches > 0
+	if serving || s.closed {
 		if s.linger != nil {
 			s.linger.Stop()
 			s.linger = nil
 		}
-		s.askSpareP(false)
-		return
-	}
-	if len(s.lconns)+s.watches > 0 {
-		if s.linger != nil {
-			s.linger.Stop()
-			s.linger = nil
-		}
-		s.askSpareP(true)
+		s.askSpareP(serving)
 		return
 	}
 	if !s.spare || s.linger != nil {
 		return
 	}
+	// Whatever serves next, or Close, stops the timer and clears linger
+	// (above): finding itself still in linger, it lowers.
 	var t *time.Timer
 	t = time.AfterFunc(spareLinger, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.linger != t {
-			return // stopped, or replaced, meanwhile
-		}
-		s.linger = nil
-		if len(s.lconns)+s.watches == 0 || s.closed {
+		if s.linger == t {
+			s.linger = nil
 			s.askSpareP(false)
 		}
 	})
