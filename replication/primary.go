@@ -33,6 +33,7 @@ type link struct {
 	// would pass the ones it writes. True from the link's start.
 	writing bool
 	taken   int       // how many times the goroutine took bytes from out
+	wakes   int       // how many times the goroutine woke from waiting for out
 	ack     int64     // the offset it acknowledged
 	ackAt   time.Time // when it last did
 	online  bool      // past its full sync: it acknowledged once, or continued
@@ -94,6 +95,7 @@ func (l *link) run(s Sync, pending []byte) {
 		l.writing = false
 		for !l.closed && len(l.out) == 0 {
 			m.cond.Wait()
+			l.wakes++
 		}
 		if l.closed {
 			m.mu.Unlock()
@@ -139,8 +141,8 @@ func (m *Manager) queueLocked(p []byte) {
 
 // sendLocked writes each link's waiting bytes from the caller's
 // goroutine, as far as its socket takes them without waiting, where the
-// link's goroutine is not writing: an event loop's pump (PumpNow) then
-// wakes no goroutine. It reports whether bytes are left for a link's
+// link's goroutine is not writing: a pump (an event loop's, or the
+// pump's goroutine's) then wakes no other goroutine. It reports whether bytes are left for a link's
 // goroutine to write (its socket was full, or the link cannot be written
 // to here): the caller must then wake it. m.mu must be held.
 func (m *Manager) sendLocked() (left bool) {
@@ -260,7 +262,9 @@ func (l *link) readAcks(pending []byte) {
 			l.ack = max(l.ack, off)
 			l.ackAt = time.Now()
 			l.online = true // a full sync is installed once acknowledged (Redis 7 too)
-			l.m.cond.Broadcast()
+			if l.m.ackWaiters > 0 {
+				l.m.cond.Broadcast() // only WAIT waits for an ack: links and Position do not
+			}
 			l.m.mu.Unlock()
 		}
 	}
@@ -292,6 +296,10 @@ func (l *link) closeLocked() {
 func (m *Manager) addLinkLocked(l *link) {
 	m.links = append(m.links, l)
 	m.linked.Store(true)
+	select {
+	case m.kick <- struct{}{}: // the tick may be idleEvery away: heartbeats start now
+	default:
+	}
 }
 
 // countLocked counts the links for which f holds. m.mu must be held.

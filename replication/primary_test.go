@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,61 @@ func TestPumpNowWritesOnTheLoop(t *testing.T) {
 	require.False(t, m.PumpNow(), "held for the interval: the pump's goroutine has it")
 }
 
+// TestIdleLinkSleeps: what an idle primary sends its replica, a
+// heartbeat from the pump's tick or a change no loop pumped, the pump's
+// goroutine writes itself; the link's goroutine neither takes it nor
+// wakes for it, nor for the replica's acks (only WAIT waits for those).
+// Each wake-up is a thread's, on an idle node (bench/idle.sh).
+func TestIdleLinkSleeps(t *testing.T) {
+	e := engine.New(4)
+	m := running(t, New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	replica, br := attachReplica(t, m, ln, false)
+	link := func() (taken, wakes int, ack int64) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		l := m.links[0]
+		return l.taken, l.wakes, l.ack
+	}
+	require.Eventually(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return !m.links[0].writing
+	}, 10*time.Second, time.Millisecond, "the link's goroutine has written the sync")
+	taken, wakes, _ := link()
+
+	for range 2 { // heartbeats, every pumpEvery
+		for {
+			_, f, err := readFrame(br)
+			require.NoError(t, err)
+			if f.kind == frameHeartbeat {
+				break
+			}
+		}
+	}
+	_, err = e.Store().Limit(engine.KindFixed, []byte("k1"), engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 1}, t0)
+	require.NoError(t, err)
+	m.Changed() // a write no loop pumps: the pump's goroutine does
+	require.Equal(t, "k1", nextRecord(t, br))
+
+	const last = 1 << 40
+	for off := int64(1); off <= 20; off++ {
+		if off == 20 {
+			off = last
+		}
+		o := strconv.FormatInt(off, 10)
+		_, err := fmt.Fprintf(replica, "*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$%d\r\n%s\r\n", len(o), o)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { _, _, ack := link(); return ack == last }, 10*time.Second, time.Millisecond, "every ack read")
+
+	gotTaken, gotWakes, _ := link()
+	require.Equal(t, taken, gotTaken, "the pump's goroutine wrote the heartbeats and the change")
+	require.Equal(t, wakes, gotWakes, "the link's goroutine slept through heartbeats, the change and 20 acks")
+}
+
 // nextRecord returns the key of the next record the replica reads,
 // skipping heartbeats.
 func nextRecord(t *testing.T, br *bufio.Reader) string {
@@ -224,3 +280,30 @@ func TestHostOf(t *testing.T) {
 type peerless struct{ net.Conn }
 
 func (peerless) RemoteAddr() net.Addr { return nil }
+
+// TestTickEvery: Run's tick wakes an idle node only where it has work.
+// A primary that never had a replica, and a replica without its own,
+// tick every idleEvery; a link that attaches kicks the tick at once
+// (TestIdleLinkSleeps reads heartbeats every pumpEvery after it).
+func TestTickEvery(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		o     Options
+		setup func(m *Manager)
+		want  time.Duration
+	}{
+		{"a primary alone", Options{}, func(*Manager) {}, idleEvery},
+		{"a replica without replicas", Options{}, func(m *Manager) { m.up = &upstream{}; m.ensureBacklogLocked() }, idleEvery},
+		{"min-replicas-to-write counts good replicas", Options{MinReplicas: 1}, func(*Manager) {}, goodEvery},
+		{"a primary's backlog takes the changes", Options{}, func(m *Manager) { m.ensureBacklogLocked() }, goodEvery},
+		{"a replica attached: heartbeats", Options{}, func(m *Manager) { m.linked.Store(true) }, pumpEvery},
+	} {
+		c.o.Engine = engine.New(4)
+		c.o.Clock = clock.NewTimeline(clock.NewManual(t0), 0)
+		m := New(c.o)
+		m.mu.Lock()
+		c.setup(m)
+		m.mu.Unlock()
+		require.Equal(t, c.want, m.tickEvery(), c.name)
+	}
+}

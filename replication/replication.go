@@ -87,12 +87,16 @@ const (
 // every 250 ms they cost 0.6% and 0.9% of a core, every 10 ms and 50 ms
 // 1.3% and 2.6% (bench/idle.sh). Time needs no heartbeat: a replica's
 // clock runs on from the last reading it got, and every change carries
-// its own. Without a replica attached (a replica of its own, or a primary
-// alone) the pump has nothing to send and the tick only recounts the good
-// replicas, every goodEvery.
+// its own. Without a replica attached the tick runs every goodEvery
+// where it has work: counting the good replicas (MinReplicas), or moving
+// the changes a primary's backlog keeps for a replica that may return.
+// Elsewhere (a primary that never had a replica, a replica with none of
+// its own) it has none, and runs every idleEvery; a link that attaches
+// wakes it at once.
 const (
 	pumpEvery      = 250 * time.Millisecond
 	heartbeatEvery = 250 * time.Millisecond
+	idleEvery      = time.Second
 )
 
 // feedHistory is how many bytes of kept changes a shard holds between two
@@ -143,12 +147,13 @@ type Manager struct {
 	serial sync.Mutex
 	fw     frameWriter
 	body   []byte // the pump's changes, entries of a records frame (Feed.Append)
-	// inline: the pump runs on an event loop (PumpNow), which writes
-	// the stream to the links itself. Guarded by serial.
-	inline bool
 
 	mu   sync.Mutex
-	cond *sync.Cond // signalled when the stream grows, an ack arrives or a link closes
+	cond *sync.Cond // signalled when the stream grows, an ack arrives that WAIT waits for, or a link closes
+	// ackWaiters counts the WAITs blocked in waitAcks: an ack wakes the
+	// cond's waiters only for them, so an idle link's goroutine sleeps
+	// through its replica's acks.
+	ackWaiters int
 	// replid is this node's replication id; replid2 and second the
 	// previous one and the first offset it does not cover (Redis 4+'s
 	// PSYNC after a failover). offset is master_repl_offset.
@@ -259,13 +264,8 @@ func (m *Manager) CheckWrites() {
 // closes every link, its primary's included.
 func (m *Manager) Run(ctx context.Context) {
 	m.CheckWrites()
-	every := func() time.Duration {
-		if m.linked.Load() {
-			return pumpEvery
-		}
-		return goodEvery
-	}
-	t := time.NewTimer(every())
+	tick := m.tickEvery()
+	t := time.NewTimer(tick)
 	defer t.Stop()
 	// held fires when a write that came within BatchInterval of the last
 	// pump may go; nil while none waits. Meanwhile kicked stays set, so
@@ -301,6 +301,10 @@ func (m *Manager) Run(ctx context.Context) {
 			m.mu.Unlock()
 			return
 		case <-m.kick:
+			if tick != pumpEvery && m.linked.Load() { // a link attached
+				tick = pumpEvery
+				t.Reset(tick)
+			}
 			if wait := time.Duration(m.batch.Load()) - time.Since(pumped); wait > 0 {
 				hold.Reset(wait)
 				held = hold.C
@@ -318,9 +322,28 @@ func (m *Manager) Run(ctx context.Context) {
 				m.setWritesLocked()
 			}
 			m.mu.Unlock()
-			t.Reset(every())
+			tick = m.tickEvery()
+			t.Reset(tick)
 		}
 	}
+}
+
+// tickEvery is how long Run's tick waits: pumpEvery with a replica
+// attached, goodEvery where it counts good replicas or moves changes
+// into a primary's backlog, else idleEvery.
+func (m *Manager) tickEvery() time.Duration {
+	switch {
+	case m.linked.Load():
+		return pumpEvery
+	case m.o.MinReplicas > 0:
+		return goodEvery
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bl != nil && m.up == nil {
+		return goodEvery
+	}
+	return idleEvery
 }
 
 // pump moves the engine's changes since the last pump into the stream:
@@ -328,9 +351,13 @@ func (m *Manager) Run(ctx context.Context) {
 // the clock read after the changes were taken; a heartbeat when nothing
 // changed for heartbeatEvery, or after them if beat (WAIT: a heartbeat
 // asks the replicas to ack at once, and gives them this node's time when
-// nothing else carries it). A replica pumps nothing: its stream is its
-// primary's. m.serial must be held, and m.mu not: the feed is read under
-// shard locks, and mu taken after.
+// nothing else carries it). Whoever pumps (an event loop, or the pump's
+// goroutine) writes the stream to the replicas' sockets as far as they
+// take it without waiting; a link's goroutine is woken only for what a
+// full socket left, so a heartbeat wakes one goroutine, not two. A
+// replica pumps nothing: its stream is its primary's. m.serial must be
+// held, and m.mu not: the feed is read under shard locks, and mu taken
+// after.
 func (m *Manager) pump(beat bool) {
 	m.mu.Lock()
 	idle := m.up != nil || m.bl == nil // role and backlog change only under serial
@@ -362,7 +389,7 @@ func (m *Manager) pump(beat bool) {
 		// the records, so an ack of it covers them (WAIT).
 		m.fw.frame(frameHeartbeat, now)
 	}
-	m.appendLocked(m.fw.buf, m.inline)
+	m.appendLocked(m.fw.buf, true)
 	if len(m.body) > 0 || flushed {
 		m.lastState = m.offset
 	}
@@ -447,9 +474,7 @@ func (m *Manager) PumpNow() bool {
 		return false
 	}
 	m.kicked.Store(false) // before the feed's read: a write after it kicks again
-	m.inline = true
 	m.pump(false)
-	m.inline = false
 	m.serial.Unlock()
 	return true
 }
@@ -650,6 +675,8 @@ func (m *Manager) waitAcks(n int, target int64, timeout time.Duration, gone <-ch
 		})
 		defer t.Stop()
 	}
+	m.ackWaiters++
+	defer func() { m.ackWaiters-- }()
 	for {
 		k := m.ackedLocked(target)
 		if k >= n || expired || m.stopped {

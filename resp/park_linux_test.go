@@ -1,0 +1,52 @@
+package resp
+
+import (
+	"bufio"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestIdleLoopsParkInThePoller: an idle loop parks in Go's network
+// poller (block), not in a blocking epoll_wait, whose system call would
+// hold its P until Go's monitor thread took it back; parked, it still
+// wakes for a new connection and parks again after it.
+func TestIdleLoopsParkInThePoller(t *testing.T) {
+	s, addr := loopServer(t, Options{})
+	ping := func() {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = c.Write([]byte("PING\r\n"))
+		require.NoError(t, err)
+		line, err := bufio.NewReader(c).ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "+PONG\r\n", line)
+	}
+	ping() // Serve has started its loops
+	require.NotEmpty(t, s.loops)
+	for _, l := range s.loops {
+		require.NotNil(t, l.parked, "the poller takes an epoll descriptor")
+	}
+	// in counts the goroutines whose stack holds frame.
+	in := func(frame string) int {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		return strings.Count(string(buf), frame)
+	}
+	parked := func() bool {
+		return in("resp.(*loop).block(") >= len(s.loops) && in("syscall.EpollWait(") == 0
+	}
+	eventually(t, parked, "every idle loop parks in the poller")
+
+	for range 3 { // more connections than loops: every loop serves one
+		for range len(s.loops) {
+			ping() // a parked loop wakes for a new connection
+		}
+		eventually(t, parked, "the loops park again")
+	}
+}
