@@ -5,6 +5,8 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,4 +51,26 @@ func TestIdleLoopsParkInThePoller(t *testing.T) {
 		}
 		eventually(t, parked, "the loops park again")
 	}
+
+	// A watched descriptor (a replica's stream) wakes its parked loop,
+	// and a round that only read it leaves the loop to park again, as an
+	// idle replica's loop does between its primary's heartbeats.
+	r, w := pipe(t)
+	var reads atomic.Int64
+	stop, _, ok := s.Watch(r, func() bool {
+		var b [64]byte
+		if n, _ := syscall.Read(r, b[:]); n > 0 {
+			reads.Add(int64(n))
+		}
+		return true
+	})
+	require.True(t, ok)
+	defer stop()
+	for i := range int64(5) {
+		eventually(t, parked, "parked between the watched descriptor's inputs")
+		_, err := syscall.Write(w, []byte("h"))
+		require.NoError(t, err)
+		eventually(t, func() bool { return reads.Load() == i+1 }, "the watched descriptor's input wakes the loop")
+	}
+	eventually(t, parked, "parked after the last input")
 }
