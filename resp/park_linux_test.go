@@ -30,10 +30,13 @@ func TestIdleLoopsParkInThePoller(t *testing.T) {
 		require.Equal(t, "+PONG\r\n", line)
 	}
 	ping() // Serve has started its loops
-	require.NotEmpty(t, s.loops)
+	s.mu.Lock()
+	loops := len(s.loops)
 	for _, l := range s.loops {
 		require.NotNil(t, l.parked, "the poller takes an epoll descriptor")
 	}
+	s.mu.Unlock()
+	require.NotZero(t, loops)
 	// in counts the goroutines whose stack holds frame.
 	in := func(frame string) int {
 		buf := make([]byte, 1<<20)
@@ -41,12 +44,12 @@ func TestIdleLoopsParkInThePoller(t *testing.T) {
 		return strings.Count(string(buf), frame)
 	}
 	parked := func() bool {
-		return in("resp.(*loop).block(") >= len(s.loops) && in("syscall.EpollWait(") == 0
+		return in("resp.(*loop).block(") >= loops && in("syscall.EpollWait(") == 0
 	}
 	eventually(t, parked, "every idle loop parks in the poller")
 
 	for range 3 { // more connections than loops: every loop serves one
-		for range len(s.loops) {
+		for range loops {
 			ping() // a parked loop wakes for a new connection
 		}
 		eventually(t, parked, "the loops park again")
