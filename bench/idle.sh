@@ -6,8 +6,12 @@
 #
 # For each binary, ROUNDS times, alternating: a primary alone; then a
 # primary and a replica (REPLICAOF, link up), no clients. The CPU time
-# (utime + stime from /proc) each process used over SECONDS_ seconds, as a
-# percentage of one core. Loopback only; the servers run in temporary
+# each process used over SECONDS_ seconds, as a percentage of one core:
+# the scheduler's run time of its threads, in ns (/proc/PID/task/*/
+# schedstat), and after a slash utime + stime (/proc/PID/stat), which the
+# kernel counts in whole clock ticks. An idle node wakes on timers, which
+# fire at ticks, so the second reads higher; figures before 2026-12-06
+# are the second alone. Loopback only; the servers run in temporary
 # directories with the default flags (snapshots every second).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,17 +23,26 @@ if [ -z "${BINS:-}" ]; then
 	BINS=/tmp/rlserver-idle
 fi
 hz=$(getconf CLK_TCK)
-cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
-pct() { echo "scale=2; ($2-$1)*100/$hz/$SECONDS_" | bc; }
+# cpu prints a process's run time in ns (its threads' schedstat), a
+# space, and its utime + stime in ticks.
+cpu() { echo "$(cat /proc/"$1"/task/*/schedstat | awk '{n += $1} END {print n}') $(awk '{print $14+$15}' "/proc/$1/stat")"; }
+# pct prints the % of a core between two cpu readings: "run/ticks".
+pct() {
+	read -r n0 t0 <<<"$1"
+	read -r n1 t1 <<<"$2"
+	echo "$(echo "scale=2; ($n1-$n0)/10000000/$SECONDS_" | bc)/$(echo "scale=2; ($t1-$t0)*100/$hz/$SECONDS_" | bc)"
+}
 
-echo "binary,round,alone_pct,primary_pct,replica_pct"
+echo "binary,round,alone_pct,primary_pct,replica_pct (each: schedstat/ticks)"
 for round in $(seq "$ROUNDS"); do
 	for bin in $BINS; do
 		d=$(mktemp -d)
 		"$bin" --port "$PORT" --dir "$d/a" >/dev/null 2>&1 &
 		A=$!
 		sleep 3
-		a0=$(cpu $A); sleep "$SECONDS_"; a1=$(cpu $A)
+		a0=$(cpu $A)
+		sleep "$SECONDS_"
+		a1=$(cpu $A)
 		kill $A; wait $A 2>/dev/null || true
 
 		"$bin" --port "$PORT" --dir "$d/p" >/dev/null 2>&1 &
@@ -41,7 +54,11 @@ for round in $(seq "$ROUNDS"); do
 			sleep 0.1
 		done
 		sleep 2
-		p0=$(cpu $P); r0=$(cpu $R); sleep "$SECONDS_"; p1=$(cpu $P); r1=$(cpu $R)
+		p0=$(cpu $P)
+		r0=$(cpu $R)
+		sleep "$SECONDS_"
+		p1=$(cpu $P)
+		r1=$(cpu $R)
 		kill $P $R; wait $P $R 2>/dev/null || true
 		rm -rf "$d"
 		echo "$bin,$round,$(pct "$a0" "$a1"),$(pct "$p0" "$p1"),$(pct "$r0" "$r1")"
