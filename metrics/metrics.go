@@ -44,6 +44,7 @@ var (
 	descReplOff   = prometheus.NewDesc("rlserver_replication_offset", "This node's replication offset (bytes of the stream).", nil, nil)
 	descReplLag   = prometheus.NewDesc("rlserver_replication_lag_seconds", "A replica: since its primary last sent anything (-1 while the link is down); a primary: the longest an online replica has not acknowledged.", nil, nil)
 	descReplicas  = prometheus.NewDesc("rlserver_connected_replicas", "Online replicas of this primary.", nil, nil)
+	descReplFails = prometheus.NewDesc("rlserver_replication_failures_total", "A replica's failed links: refused_unit (a unit of its primary's stream it refused, none of it applied), full_sync (a full sync that failed).", []string{"kind"}, nil)
 	descLeases    = prometheus.NewDesc("rlserver_leases_total", "Lease events (RL.ACQUIRE): acquired, released, renewed, and expired (ended without a release: a holder that died, or leaked one).", []string{"event"}, nil)
 	descTop       = prometheus.NewDesc("rlserver_top_rejected", "Rejections over the last minute of the most rejected keys (--metrics-top-keys).", []string{"key"}, nil)
 )
@@ -56,7 +57,7 @@ type collector struct {
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCommands, descRejected, descFailed, descDuration, descDecisions, descKeys,
-		descClients, descMemory, descSnapDur, descSnapLast, descSnapErrs, descClockOff, descReplOff, descReplLag, descReplicas, descTop, descLeases} {
+		descClients, descMemory, descSnapDur, descSnapLast, descSnapErrs, descClockOff, descReplOff, descReplLag, descReplicas, descReplFails, descTop, descLeases} {
 		ch <- d
 	}
 }
@@ -98,6 +99,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descReplLag, prometheus.GaugeValue, lag)
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(o.ConnectedReplicas))
+	ch <- prometheus.MustNewConstMetric(descReplFails, prometheus.CounterValue, float64(o.ReplRefusedUnits), "refused_unit")
+	ch <- prometheus.MustNewConstMetric(descReplFails, prometheus.CounterValue, float64(o.ReplFailedSyncs), "full_sync")
 	for event, v := range map[string]int64{"acquired": o.Leases.Acquired, "released": o.Leases.Released, "renewed": o.Leases.Renewed, "expired": o.Leases.Expired} {
 		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.CounterValue, float64(v), event)
 	}

@@ -32,6 +32,11 @@ type Observed struct {
 	ConnectedReplicas int
 	TopRejected       []commands.TopEntry
 	Leases            engine.LeaseStats
+
+	// ReplRefusedUnits and ReplFailedSyncs: a replica's links dropped
+	// for a unit of its primary's stream it refused, and its full syncs
+	// that failed, since the start.
+	ReplRefusedUnits, ReplFailedSyncs int64
 }
 
 // CommandObserved is one command's counts and latency histogram.
@@ -75,6 +80,7 @@ func (n *Node) Observe(top int) Observed {
 	o.ClockOffset = time.Duration(n.clockOffset(n.clock.Now()))
 	if n.repl != nil {
 		o.ReplOffset, o.ReplLag, o.ConnectedReplicas = n.repl.Lag()
+		o.ReplRefusedUnits, o.ReplFailedSyncs = n.repl.Failures()
 	}
 	if top > 0 {
 		o.TopRejected = n.TopRejected(top)

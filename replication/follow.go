@@ -123,11 +123,13 @@ func (u *upstream) run(ctx context.Context) {
 			u.downSince = time.Now()
 			if refused {
 				failed++ // the primary will send the same unit again
+				u.m.refusedUnits++
 			} else {
 				failed = 0
 			}
 		case u.state == stateSync:
 			failed++
+			u.m.failedSyncs++
 		}
 		u.upSince = time.Time{}
 		u.conn = nil

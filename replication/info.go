@@ -140,6 +140,16 @@ func b2i(b bool) int {
 	return 0
 }
 
+// Failures is what metrics report of a replica's failed links since the
+// start: the units of its primary's stream it refused (none of such a
+// unit is applied), and the full syncs that failed (cut short, or data
+// it refused). A primary's are those of its time as a replica.
+func (m *Manager) Failures() (refusedUnits, failedSyncs int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.refusedUnits, m.failedSyncs
+}
+
 // Lag is what metrics report of replication: this node's offset; on a
 // replica, how long since its primary last sent anything (-1 while the
 // link is down), on a primary the longest any online replica has gone

@@ -321,6 +321,8 @@ func refusedUnitAppliesNothing(t *testing.T, mode linkMode, bad []byte, want err
 	require.Contains(t, logged.String(), `level=WARN msg="a unit of the primary's stream refused, none of it applied"`)
 	require.Contains(t, logged.String(), `record of \"bad\"`)
 	require.Contains(t, logged.String(), "failed_in_a_row=1")
+	refused, syncs := m.Failures()
+	require.Equal(t, [2]int64{1, 0}, [2]int64{refused, syncs}, "the refused unit counted (rlserver_replication_failures_total), no failed sync")
 	require.Equal(t, mode.watch != nil, looped.Load(), "the stream was read the way the mode says")
 }
 
@@ -365,6 +367,10 @@ func TestCutFullSyncKeepsTheKeyspace(t *testing.T) {
 		10*time.Second, time.Millisecond, "the replica read the sync's frames")
 	conn.Close() // the primary goes before the sync's end
 	require.Eventually(t, func() bool { return m.Role().State != stateSync }, 10*time.Second, time.Millisecond, "the link noticed")
+	require.Eventually(t, func() bool { _, syncs := m.Failures(); return syncs == 1 }, 10*time.Second, time.Millisecond,
+		"the failed sync counted (rlserver_replication_failures_total{kind=\"full_sync\"})")
+	refused, _ := m.Failures()
+	require.Zero(t, refused)
 
 	m.NoOne()
 	require.Equal(t, before, records(e, t0), "the keyspace after a cut full sync and a promotion")

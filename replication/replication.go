@@ -150,6 +150,11 @@ type Manager struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond // signalled when the stream grows, an ack arrives that WAIT waits for, or a link closes
+	// refusedUnits and failedSyncs count, on a replica, the units of its
+	// primary's stream it refused and the full syncs that failed: each
+	// drops the link, and a cause that lasts (a primary of a later
+	// version) repeats it with backoff. Failures reads them.
+	refusedUnits, failedSyncs int64
 	// ackWaiters counts the WAITs blocked in waitAcks: an ack wakes the
 	// cond's waiters only for them, so an idle link's goroutine sleeps
 	// through its replica's acks.

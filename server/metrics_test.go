@@ -106,7 +106,8 @@ func TestMetrics(t *testing.T) {
 		"rlserver_snapshot_errors_total": dto.MetricType_COUNTER, "rlserver_clock_offset_seconds": dto.MetricType_GAUGE,
 		"rlserver_replication_offset": dto.MetricType_GAUGE, "rlserver_replication_lag_seconds": dto.MetricType_GAUGE,
 		"rlserver_connected_replicas": dto.MetricType_GAUGE, "rlserver_top_rejected": dto.MetricType_GAUGE,
-		"go_goroutines": dto.MetricType_GAUGE, "process_resident_memory_bytes": dto.MetricType_GAUGE,
+		"rlserver_replication_failures_total": dto.MetricType_COUNTER,
+		"go_goroutines":                       dto.MetricType_GAUGE, "process_resident_memory_bytes": dto.MetricType_GAUGE,
 	} {
 		f, ok := fams[name]
 		require.True(t, ok, "no family %s", name)
@@ -132,6 +133,8 @@ func TestMetrics(t *testing.T) {
 		{"rlserver_connected_clients", nil, 1},
 		{"rlserver_snapshot_errors_total", nil, 0},
 		{"rlserver_connected_replicas", nil, 0},
+		{"rlserver_replication_failures_total", []string{"kind", "refused_unit"}, 0},
+		{"rlserver_replication_failures_total", []string{"kind", "full_sync"}, 0},
 		{"rlserver_top_rejected", []string{"key", "k00"}, 1},
 		{"rlserver_top_rejected", []string{"key", "k02"}, 1},
 	} {
