@@ -142,9 +142,10 @@ func (m *Manager) queueLocked(p []byte) {
 // sendLocked writes each link's waiting bytes from the caller's
 // goroutine, as far as its socket takes them without waiting, where the
 // link's goroutine is not writing: a pump (an event loop's, or the
-// pump's goroutine's) then wakes no other goroutine. It reports whether bytes are left for a link's
-// goroutine to write (its socket was full, or the link cannot be written
-// to here): the caller must then wake it. m.mu must be held.
+// pump's goroutine's) then wakes no other goroutine. It reports whether
+// bytes are left for a link's goroutine to write (its socket was full,
+// or the link cannot be written to here): the caller must then wake it.
+// m.mu must be held.
 func (m *Manager) sendLocked() (left bool) {
 	for _, l := range m.links {
 		if len(l.out) == 0 || l.writing {

@@ -115,23 +115,11 @@ func testTooFarBehind(t *testing.T, onLoop bool) {
 // write it, so the round wakes no thread. The replica gets the change;
 // with BatchInterval set, the loop leaves it to the pump's goroutine.
 func TestPumpNowWritesOnTheLoop(t *testing.T) {
-	e := engine.New(4)
-	m := running(t, New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	_, br := attachReplica(t, m, ln, false)
-	taken := func() int {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.links[0].taken
+	e, m, _, br := syncedLink(t)
+	taken := func() (n int) {
+		withLink(m, func(l *link) { n = l.taken })
+		return n
 	}
-	// The link's goroutine has written the sync; it now waits.
-	require.Eventually(t, func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return !m.links[0].writing
-	}, 10*time.Second, time.Millisecond)
 	before := taken()
 	write := func(key string) {
 		t.Helper()
@@ -158,23 +146,11 @@ func TestPumpNowWritesOnTheLoop(t *testing.T) {
 // wakes for it, nor for the replica's acks (only WAIT waits for those).
 // Each wake-up is a thread's, on an idle node (bench/idle.sh).
 func TestIdleLinkSleeps(t *testing.T) {
-	e := engine.New(4)
-	m := running(t, New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	replica, br := attachReplica(t, m, ln, false)
+	e, m, replica, br := syncedLink(t)
 	link := func() (taken, wakes int, ack int64) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		l := m.links[0]
-		return l.taken, l.wakes, l.ack
+		withLink(m, func(l *link) { taken, wakes, ack = l.taken, l.wakes, l.ack })
+		return taken, wakes, ack
 	}
-	require.Eventually(t, func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return !m.links[0].writing
-	}, 10*time.Second, time.Millisecond, "the link's goroutine has written the sync")
 	taken, wakes, _ := link()
 
 	for range 2 { // heartbeats, every pumpEvery
@@ -186,7 +162,7 @@ func TestIdleLinkSleeps(t *testing.T) {
 			}
 		}
 	}
-	_, err = e.Store().Limit(engine.KindFixed, []byte("k1"), engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 1}, t0)
+	_, err := e.Store().Limit(engine.KindFixed, []byte("k1"), engine.Params{Limit: 10, Window: int64(time.Minute), Cost: 1}, t0)
 	require.NoError(t, err)
 	m.Changed() // a write no loop pumps: the pump's goroutine does
 	require.Equal(t, "k1", nextRecord(t, br))
@@ -205,6 +181,31 @@ func TestIdleLinkSleeps(t *testing.T) {
 	gotTaken, gotWakes, _ := link()
 	require.Equal(t, taken, gotTaken, "the pump's goroutine wrote the heartbeats and the change")
 	require.Equal(t, wakes, gotWakes, "the link's goroutine slept through heartbeats, the change and 20 acks")
+}
+
+// syncedLink attaches a replica to a running primary over loopback and
+// waits until the link's goroutine has written the full sync and waits.
+// It returns the primary's engine, the primary, and the replica's end.
+func syncedLink(t *testing.T) (*engine.Engine, *Manager, net.Conn, *bufio.Reader) {
+	t.Helper()
+	e := engine.New(4)
+	m := running(t, New(Options{Engine: e, Clock: clock.NewTimeline(clock.NewManual(t0), 0)}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	replica, br := attachReplica(t, m, ln, false)
+	require.Eventually(t, func() (done bool) {
+		withLink(m, func(l *link) { done = !l.writing })
+		return done
+	}, 10*time.Second, time.Millisecond, "the link's goroutine has written the sync")
+	return e, m, replica, br
+}
+
+// withLink runs f on m's first link under m.mu.
+func withLink(m *Manager, f func(*link)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(m.links[0])
 }
 
 // nextRecord returns the key of the next record the replica reads,

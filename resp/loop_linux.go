@@ -377,9 +377,8 @@ func (l *loop) wait(idle int) int {
 	if idle >= idleWaits {
 		timeout = 0 // a last look before blocking
 	}
-	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(timeout), 0, 0)
-	if e == 0 && n > 0 {
-		return int(n)
+	if n, _ := l.rawWait(timeout); n > 0 {
+		return n
 	}
 	if idle < idleWaits {
 		return 0
@@ -396,6 +395,17 @@ func (l *loop) wait(idle int) int {
 	return max(m, 0)
 }
 
+// rawWait fills l.events from epoll, waiting at most timeout ms, holding
+// the loop's P (a raw system call, which Go's scheduler does not see),
+// and returns how many there are: 0 with the error, if any.
+func (l *loop) rawWait(timeout int) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(timeout), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), 0
+}
+
 // block parks an idle loop in Go's network poller until its epoll
 // descriptor has events, or a second has passed (the idle-connection
 // sweep runs even when CONFIG SET timeout comes while the loop sleeps),
@@ -409,17 +419,12 @@ func (l *loop) block() int {
 	l.parker.SetReadDeadline(time.Now().Add(time.Second))
 	n := 0
 	var failed syscall.Errno
-	err := l.parked.Read(func(fd uintptr) bool {
-		k, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
-		switch {
-		case e == 0:
-			n = int(k)
-			return n > 0 // none: park until the descriptor polls readable
-		case e == syscall.EINTR:
-			return false
+	err := l.parked.Read(func(uintptr) bool { // the descriptor is l.epfd
+		n, failed = l.rawWait(0)
+		if failed == syscall.EINTR {
+			failed = 0
 		}
-		failed = e
-		return true
+		return failed != 0 || n > 0 // none: park until the descriptor polls readable
 	})
 	if failed != 0 {
 		err = failed
