@@ -18,6 +18,12 @@ const (
 	KindLease
 )
 
+// KindDelta marks, in the kind an Encoder is given, a state that is an
+// RL.LOG's delta (appendLogDelta) rather than the whole record: only a
+// feed made to write them (Feed.WriteDeltas) hands one out. It is never
+// stored in a record's header.
+const KindDelta Kind = 0x80
+
 // ErrWrongType: the key holds another algorithm's state.
 var ErrWrongType = errors.New("engine: wrong kind of value")
 

@@ -141,6 +141,7 @@ func (e *Engine) ResetTime(now int64) {
 	for _, s := range e.shards {
 		s.mu.Lock()
 		s.latest = now
+		s.wholeNextLocked() // a decision may now come before what a feed last read
 		s.mu.Unlock()
 	}
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "math"
+
 // A Feed is one reader's view of the engine's effects: every key written
 // or deleted since that reader last looked, as absolute records. Each
 // reader (persistence, replication) has its own Feed and so its own
@@ -38,6 +40,9 @@ type Feed struct {
 	enc Encoder
 	// sink keeps prefetchTags's loads from being optimized away.
 	sink uint64
+	// saved is how many bytes the deltas of the last Append or
+	// AppendDump saved against whole records (WriteDeltas).
+	saved int
 }
 
 // feedPrefetch is how many listed tags takeLocked brings into the cache
@@ -91,7 +96,17 @@ type feedShard struct {
 	max   int
 	kept  *[keptSlots]uint32
 	state []byte // a listed record's state, re-encoded for enc
+	// deltas: a listed RL.LOG record is written as a delta when it can
+	// be (WriteDeltas). since is the shard's latest decision time at the
+	// last read, or noDelta: the next read writes every record whole.
+	deltas bool
+	since  int64
+	saved  int // bytes this read's deltas saved, for Feed.saved
 }
+
+// noDelta is feedShard.since when the next read must write every record
+// whole.
+const noDelta = math.MinInt64
 
 // keptSlots is the size of an encoded feed's table of kept tags, per
 // shard: a pump's worth of one shard's keys under load.
@@ -142,6 +157,40 @@ func (e *Engine) NewEncodedFeed(enc Encoder, max int) *Feed {
 	return f
 }
 
+// WriteDeltas makes an encoded feed write an RL.LOG record that changed
+// since the last read as a delta when that is much smaller: what the
+// record gained since then, on top of what the last read wrote for it
+// (appendLogDelta, log.go). Its receiver must hold what the feed wrote
+// before and apply deltas in order: a snapshot's store, whose load does
+// (RestoreDelta). The first read after WriteDeltas, a dump, and the read
+// after a state stored from outside the shard's decisions (Restore,
+// Apply, a flush, ResetTime) write records whole. Call it before serving.
+func (f *Feed) WriteDeltas() {
+	if f.enc == nil {
+		panic("engine: WriteDeltas on a feed without an Encoder")
+	}
+	for _, s := range f.e.shards {
+		s.mu.Lock()
+		fs := &s.feeds[f.i]
+		fs.deltas, fs.since = true, noDelta
+		s.mu.Unlock()
+	}
+}
+
+// Saved reports how many bytes the deltas of the last Append or
+// AppendDump saved against writing those records whole (WriteDeltas).
+// Call it from the goroutine that reads the feed.
+func (f *Feed) Saved() int { return f.saved }
+
+// wholeNextLocked makes every feed's next read of s write its records
+// whole: a state stored from outside the shard's decisions need not
+// extend what the last read wrote for its key.
+func (s *shard) wholeNextLocked() {
+	for i := range s.feeds {
+		s.feeds[i].since = noDelta
+	}
+}
+
 // Next passes fn every change since the previous call, shard by shard
 // (each shard locked only while its changes are collected): a deletion
 // record for each key removed, then the current record of each key
@@ -185,10 +234,14 @@ func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 
 // AppendDump is Append, except that each shard numbered from from to
 // to-1 (of Engine.Shards) appends, after its kept changes and listed
-// deletions, the record of every key live at now instead of its listed
-// writes, which it drops: the dump holds them, and the feed reports
-// what changes after it. A receiver may hold a key from an earlier read
-// that the dump does not name: the deletions tell it. Every shard is
+// deletions, the record of every key live at now (or at the shard's
+// latest decision time, if earlier) instead of its listed writes, which
+// it drops: the dump holds them, and the feed reports what changes
+// after it. A key it holds expired, not yet swept, is dumped as a
+// deletion: a receiver may hold an older state of it that would outlive
+// it (a log decided under a shorter window since). A receiver may hold
+// a key from an earlier read that the dump does not name: the deletions
+// tell it. Every shard is
 // read under the engine's cut, so what one call appends is a consistent
 // cut: a write over several shards is wholly in it or wholly after it.
 func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flushed bool) {
@@ -200,6 +253,7 @@ func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flus
 	var fs *feedShard
 	deleted := func(k string) { dst = fs.appendDeleted(dst, []byte(k)) }
 	written := func(p parsed) { dst = fs.appendWritten(dst, p) }
+	f.saved = 0
 	for i, s := range f.e.shards {
 		if betweenShards != nil && i > 0 {
 			betweenShards()
@@ -215,7 +269,30 @@ func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flus
 			flushed = f.takeLocked(s, deleted, written) || flushed
 		} else {
 			flushed = f.takeLocked(s, deleted, nil) || flushed
-			s.liveLocked(now, written)
+			fs.since = noDelta // a dump is whole
+			// Live at now and at every later decision: a record the dump
+			// passes over as expired must not be found held by a
+			// decision read before now and taken after (decisions are
+			// at the shard's latest time or later).
+			at := min(now, s.latest)
+			for off := 0; off < len(s.data); {
+				p := parseRecord(s.data, off)
+				if p.hdr&hdrDead == 0 {
+					if p.e.alive(at) {
+						written(p)
+					} else { // expired, not yet swept: the receiver may hold an older state
+						dst = fs.appendDeleted(dst, p.key)
+					}
+				}
+				off = p.end
+			}
+		}
+		if fs.deltas {
+			// Every decision read so far was at or before latest, and
+			// every later one is at or after it (decisionTimeLocked).
+			fs.since = s.latest
+			f.saved += fs.saved
+			fs.saved = 0
 		}
 		s.mu.Unlock()
 	}
@@ -402,6 +479,12 @@ func (s *shard) deletedLocked(p parsed) {
 // Encoder from its state as the write stored it.
 func (fs *feedShard) appendWritten(dst []byte, p parsed) []byte {
 	kind := Kind(p.hdr & hdrKind)
+	if kind == KindLog && fs.deltas && fs.since != noDelta {
+		if st, saved, ok := appendLogDelta(fs.state[:0], p.e, p.runs, fs.since); ok {
+			fs.state, fs.saved = st, fs.saved+saved
+			return fs.enc(dst, p.key, kind|KindDelta, st)
+		}
+	}
 	fs.state = appendState(fs.state[:0], kind, p.e, p.runs)
 	return fs.enc(dst, p.key, kind, fs.state)
 }
@@ -420,6 +503,7 @@ func (s *shard) flushedLocked() {
 		}
 		s.pending[i].Store(0)
 		fs.dirty, fs.deleted, fs.out, fs.flushed, fs.scan = fs.dirty[:0], nil, fs.out[:0], true, false
+		fs.since = noDelta
 		if fs.kept != nil {
 			clear(fs.kept[:])
 		}

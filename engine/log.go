@@ -316,3 +316,168 @@ func decodeRuns(words []int64, dl uint64, runs []byte) ([]int64, bool) {
 	}
 	return words, true
 }
+
+// A delta is what an RL.LOG record gained since a change feed last read
+// it (Feed.WriteDeltas): its receiver holds the record as that read wrote
+// it (the base) and rebuilds the new one from the two. Every decision in
+// a shard is at or after the shard's latest decision time at the read,
+// since (decisionTimeLocked), so a decision since the read only adds runs
+// at since or later at the front, merges into a front run at since or
+// later, drops runs at since or later (a reservation given back) and cuts
+// runs off the end. The record's runs from the first one before since
+// on are therefore the base's from its first run before since on, less
+// some cut off the end:
+//
+//	T (since, 8 bytes LE) | uvarint L | state
+//
+// state is the record's state (appendState) with its runs cut just past
+// the first run before T, so its runs end with that run; L is the byte
+// length of the runs that follow it, which the receiver copies from the
+// base, after the same run there. Only runs past that one are copied,
+// whose encodings (each relative to the one before) are the same bytes in
+// both. A delta is written only when L is at least minDeltaRest: for a
+// short log the whole record is as small.
+const minDeltaRest = 16
+
+// appendLogDelta appends the delta of an RL.LOG record (state e, runs)
+// against what a read at since held, and reports the bytes it saves over
+// the whole state. ok is false when a delta would not be smaller: the
+// record is then written whole.
+func appendLogDelta(dst []byte, e entry, runs []byte, since int64) (out []byte, saved int, ok bool) {
+	prev, cut := uint64(e.deadline), -1
+	for i := 0; i < len(runs); {
+		t, _, next := logRunAt(runs, i, prev)
+		prev, i = t, next
+		if int64(t) < since {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 || len(runs)-cut < minDeltaRest {
+		return dst, 0, false
+	}
+	rest := len(runs) - cut
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(since))
+	dst = binary.AppendUvarint(dst, uint64(rest))
+	dst = appendState(dst, KindLog, e, runs[:cut])
+	return dst, rest - 8 - 2, true
+}
+
+// RestoreDelta applies delta, an RL.LOG's delta (appendLogDelta) as a
+// snapshot stored it, to key, marking nothing for the feeds, as Restore
+// does a whole record: the key's record is rebuilt from the one it holds
+// (its base, kept whatever its deadline) and the delta. A key that holds
+// no RL.LOG record is left without one: the base was in a segment a fold
+// dropped, and a later entry of the same load (the fold's dump) holds
+// the key. It reports whether the key is held afterwards, and its
+// deadline; a delta that is malformed or does not fit its base gives
+// ErrState, and the key is left as it was.
+func (e *Engine) RestoreDelta(key, delta []byte) (deadline int64, held bool, err error) {
+	if len(delta) < 9 {
+		return 0, false, ErrState
+	}
+	since := int64(binary.LittleEndian.Uint64(delta))
+	rest, n := binary.Uvarint(delta[8:])
+	if n <= 0 {
+		return 0, false, ErrState
+	}
+	en, runs, err := parseState(KindLog, delta[8+n:])
+	if err != nil {
+		return 0, false, err
+	}
+	// The delta's runs are at since or later but the last, before it.
+	lastT, lastN, ok := deltaJoin(runs, uint64(en.deadline), since)
+	if !ok {
+		return 0, false, ErrState
+	}
+	s, h := e.shardOf(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off, _, found := s.findLocked(h, key)
+	if !found {
+		return 0, false, nil
+	}
+	p := parseRecord(s.data, off)
+	s.wholeNextLocked()
+	s.quiet = true
+	defer func() { s.quiet = false }()
+	if Kind(p.hdr&hdrKind) != KindLog {
+		s.removeLocked(off, tagOf(h))
+		return 0, false, nil
+	}
+	at, ok := baseJoin(p.runs, uint64(p.e.deadline), since, lastT, lastN)
+	if !ok || uint64(len(p.runs)-at) < rest || !runsEndAt(p.runs, at, at+int(rest)) {
+		return 0, false, ErrState
+	}
+	merged := append(append(make([]byte, 0, len(runs)+int(rest)), runs...), p.runs[at:at+int(rest)]...)
+	s.putLocked(off, p.end, h, key, en, merged)
+	return en.deadline, true, nil
+}
+
+// deltaJoin checks a delta's runs (under deadline dl): every run at since
+// or later but the last, which is before since. It returns that run.
+func deltaJoin(runs []byte, dl uint64, since int64) (t, n uint64, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	prev := dl
+	for i := 0; i < len(runs); {
+		t, n, i = logRunAt(runs, i, prev)
+		prev = t
+		if int64(t) < since {
+			return t, n, i == len(runs)
+		}
+	}
+	return 0, 0, false
+}
+
+// baseJoin finds in a base's runs (under deadline dl) its first run
+// before since, which must be the run (t, n), and returns the offset
+// just past it.
+func baseJoin(runs []byte, dl uint64, since int64, t, n uint64) (int, bool) {
+	prev := dl
+	for i := 0; i < len(runs); {
+		bt, bn, next := logRunAt(runs, i, prev)
+		prev, i = bt, next
+		if int64(bt) < since {
+			return i, bt == t && bn == n
+		}
+	}
+	return 0, false
+}
+
+// runsEndAt reports whether a walk of runs from the run boundary from
+// reaches end exactly, at a run boundary.
+func runsEndAt(runs []byte, from, end int) bool {
+	i := from
+	for i < end {
+		_, i = uvarint(runs, i)
+		_, i = durAt(runs, i)
+	}
+	return i == end
+}
+
+// DropExpired removes every key expired at now, marking nothing for the
+// feeds, and returns how many it removed: the end of a load, which keeps
+// expired RL.LOG records until every delta after them is applied.
+func (e *Engine) DropExpired(now int64) int {
+	n := 0
+	for _, s := range e.shards {
+		s.mu.Lock()
+		s.quiet = true
+		for off := 0; off < len(s.data); {
+			p := parseRecord(s.data, off)
+			if p.hdr&hdrDead == 0 && !p.e.alive(now) {
+				s.droppedLocked(p.e)
+				s.removeLocked(off, tagOf(s.hash(p.key)))
+				n++
+			}
+			off = p.end
+		}
+		s.quiet = false
+		s.mu.Unlock()
+	}
+	return n
+}

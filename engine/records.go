@@ -197,6 +197,7 @@ func (e *Engine) put(key []byte, en entry, runs []byte, quiet bool) bool {
 	}
 	// A restored record is not a change of ours: nothing is marked, and
 	// the changes that are ours stay listed.
+	s.wholeNextLocked() // not a decision: no delta from what a feed last read
 	s.quiet = quiet
 	defer func() { s.quiet = false }()
 	if en.kind == KindNone {

@@ -23,6 +23,14 @@ const (
 	// which a change must give a new version, keeping this one's decoder
 	// for the stores that hold it (engine's TestStateRecordsArePinned).
 	RecordVersionState = 3
+	// RecordVersionDelta is an RL.LOG's delta in a snapshot's segment:
+	//
+	//	version u8 (4) | kind u8 (3) | delta
+	//
+	// the delta as engine.RestoreDelta reads it: what the record gained
+	// since the key's entry before it in the store, which it needs. Only
+	// a load reads it (Store.LoadDeltas); replication never carries one.
+	RecordVersionDelta = 4
 )
 
 // Codec errors. Decode wraps them with what it was decoding.
@@ -117,6 +125,9 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 		return r, nil
 	}
 	r := engine.Record{Key: key}
+	if len(b) >= 1 && b[0] == RecordVersionDelta {
+		return r, fmt.Errorf("%w %d: a delta, which only a load reads", ErrVersion, b[0])
+	}
 	if len(b) < 2+4 {
 		return r, ErrCorrupt
 	}

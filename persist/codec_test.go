@@ -199,7 +199,7 @@ func FuzzLoadChunk(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var got []engine.Record
-		if loadChunk(key, chunk(body), func(r engine.Record) { got = append(got, r) }) != nil {
+		if loadChunk(key, chunk(body), func(r engine.Record) { got = append(got, r) }, nil) != nil {
 			return
 		}
 		var again []byte
@@ -207,7 +207,7 @@ func FuzzLoadChunk(f *testing.F) {
 			again = AppendEntry(again, r)
 		}
 		var reloaded []engine.Record
-		require.NoError(t, loadChunk(key, chunk(again), func(r engine.Record) { reloaded = append(reloaded, r) }))
+		require.NoError(t, loadChunk(key, chunk(again), func(r engine.Record) { reloaded = append(reloaded, r) }, nil))
 		require.Equal(t, got, reloaded)
 	})
 }

@@ -33,10 +33,17 @@ func AppendEntry(dst []byte, r engine.Record) []byte {
 // AppendStateEntry is AppendEntry for a change as an encoded feed gives
 // it (engine.Encoder): the record is the state in the engine's layout,
 // in version 3 (AppendStateRecord), copied, not encoded again.
+//
+// A kind with engine.KindDelta set is an RL.LOG's delta (a snapshot's
+// feed writes them: engine.Feed.WriteDeltas), stored in version 4.
 func AppendStateEntry(dst, key []byte, kind engine.Kind, state []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	dst = append(dst, key...)
 	dst = binary.AppendUvarint(dst, uint64(2+len(state)))
+	if kind&engine.KindDelta != 0 {
+		dst = append(dst, RecordVersionDelta, byte(kind&^engine.KindDelta))
+		return append(dst, state...)
+	}
 	return AppendStateRecord(dst, kind, state)
 }
 

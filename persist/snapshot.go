@@ -43,12 +43,14 @@ type Snapshotter struct {
 	fold bool
 	// round is a fold in steps under way (foldDue).
 	round foldRound
-	// sinceFold counts the entries written since the last fold ended.
-	// The store keeps it and round (Store.Fold): a restart goes on with
-	// them.
+	// sinceFold counts the entries written since the last fold ended,
+	// an RL.LOG's delta as the share of its whole record's bytes it
+	// took (weighed). The store keeps it and round (Store.Fold): a
+	// restart goes on with them.
 	sinceFold int64
-	// stepKeys is foldStepKeys (tests choose fewer, for more steps).
-	stepKeys int
+	// stepKeys is foldStepKeys and minFold foldMin (tests choose fewer,
+	// for more steps and folds).
+	stepKeys, minFold int
 	// position, if set, reports the replication position to store with
 	// each snapshot (SetPosition).
 	position func() (Position, bool)
@@ -75,7 +77,8 @@ func NewSnapshotter(e *engine.Engine, st *Store, clk clock.Clock, log *slog.Logg
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Snapshotter{e: e, feed: e.NewEncodedFeed(AppendStateEntry, 0), store: st, clk: clk, log: log,
-		stepKeys: foldStepKeys}
+		stepKeys: foldStepKeys, minFold: foldMin}
+	s.feed.WriteDeltas()
 	f := st.Fold()
 	s.sinceFold = f.Since
 	if f.Start > 0 && f.Shards == e.Shards() {
@@ -190,7 +193,20 @@ type foldRound struct {
 
 // foldDue says whether a fold is under way or is to start.
 func (s *Snapshotter) foldDue() bool {
-	return s.round.on || s.sinceFold > foldRatio*max(int64(s.e.Store().Len()), foldMin)
+	return s.round.on || s.sinceFold > foldRatio*max(int64(s.e.Store().Len()), int64(s.minFold))
+}
+
+// weighed is what n entries of size bytes count towards a fold, when
+// RL.LOG's deltas among them saved saved bytes against whole records:
+// n times the share of the whole records' bytes they took. A delta is a
+// few runs of a log of many, so it counts for a fraction of an entry,
+// and the store folds after about as many bytes as with whole records
+// (foldRatio times the keyspace's), not after as many entries.
+func weighed(n, size, saved int) int64 {
+	if saved <= 0 || size <= 0 {
+		return int64(n)
+	}
+	return max(1, int64(n)*int64(size)/int64(size+saved))
 }
 
 func (s *Snapshotter) saveLocked() (err error) {
@@ -255,11 +271,12 @@ func (s *Snapshotter) saveLocked() (err error) {
 	}
 	n := b.Append(s.buf)
 	s.unwritten.Store(int64(n))
-	folding := FoldState{Since: s.sinceFold + int64(n), Shards: shards}
+	w := weighed(n, len(s.buf), s.feed.Saved())
+	folding := FoldState{Since: s.sinceFold + w, Shards: shards}
 	switch {
 	case flushed: // what the deletion leaves: this snapshot
 		b.DeleteAll()
-		folding.Since = int64(n)
+		folding.Since = w
 	case s.fold: // every key: folded too
 		b.DeleteAll()
 		folding.Since = 0

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -374,7 +375,16 @@ func (s *Store) Position() (p Position, ok bool, err error) {
 // entries. A key may come several times, a deletion among them; its last
 // record holds. A chunk that fails its checksum, or a record that does
 // not decode, stops the load with an error naming the path and where.
-func (s *Store) Load(fn func(engine.Record)) error {
+//
+// A store with RL.LOG's deltas (version 4 records) needs LoadDeltas:
+// Load stops at the first one with an error.
+func (s *Store) Load(fn func(engine.Record)) error { return s.LoadDeltas(fn, nil) }
+
+// LoadDeltas is Load, passing each RL.LOG delta to delta, in its place
+// among the records: its key and its record (version 4), which delta
+// applies on top of the key's entry before it (engine.RestoreDelta). An
+// error from delta stops the load. Neither slice is retained.
+func (s *Store) LoadDeltas(fn func(engine.Record), delta func(key, rec []byte) error) error {
 	lower, upper := dataStart, dataEnd
 	if s.first > 0 {
 		lower = segKey(nil, s.first, 0)
@@ -401,7 +411,7 @@ func (s *Store) Load(fn func(engine.Record)) error {
 			fn(r)
 			continue
 		}
-		if err := loadChunk(it.Key(), v, fn); err != nil {
+		if err := loadChunk(it.Key(), v, fn, delta); err != nil {
 			return fmt.Errorf("%s: %w", s.path, err)
 		}
 	}
@@ -414,7 +424,7 @@ func (s *Store) Load(fn func(engine.Record)) error {
 // loadChunk checks a segment chunk's checksum and passes fn each of its
 // records, in order. The checksum covers the chunk's key, so a chunk
 // found under another key is refused too.
-func loadChunk(key, v []byte, fn func(engine.Record)) error {
+func loadChunk(key, v []byte, fn func(engine.Record), delta func(key, rec []byte) error) error {
 	if len(key) != segKeyLen {
 		return fmt.Errorf("segment key %q: %w", key, ErrCorrupt)
 	}
@@ -430,6 +440,16 @@ func loadChunk(key, v []byte, fn func(engine.Record)) error {
 		k, rec, rest, ok := NextEntry(body)
 		if !ok {
 			return fmt.Errorf("%s: entry: %w", where, ErrCorrupt)
+		}
+		if len(rec) > 0 && rec[0] == RecordVersionDelta && delta != nil {
+			if len(rec) < 2 || engine.Kind(rec[1]) != engine.KindLog {
+				return fmt.Errorf("%s: record %q: %w: a delta of kind %v", where, k, ErrCorrupt, rec[1:min(2, len(rec))])
+			}
+			if err := delta(k, rec); err != nil {
+				return fmt.Errorf("%s: record %q: %w", where, k, err)
+			}
+			body = rest
+			continue
 		}
 		r, err := DecodeRecord(string(k), rec)
 		if err != nil {
@@ -469,10 +489,8 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 	start := time.Now()
 	next := start.Add(progressEvery)
 	entries := 0
-	restore := func(r engine.Record) {
-		if !e.Restore(r, now) && r.Kind != engine.KindNone {
-			expired++
-		}
+	logs := false
+	count := func() {
 		if entries++; entries%65536 == 0 {
 			e.FreeRetired() // the sweep, which frees them, starts after the load
 		}
@@ -487,7 +505,35 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 			log.Info("loading", "entries", entries, "of_about", total, "entries_per_sec", int(rate), "time_left", left)
 		}
 	}
-	e.Fill(total, func() { err = st.Load(restore) })
+	restore := func(r engine.Record) {
+		at := now
+		if r.Kind == engine.KindLog {
+			// Kept until the load's end, expired or not: a later delta
+			// may extend it past now.
+			at, logs = math.MinInt64, true
+		}
+		e.Restore(r, at)
+		if r.Kind != engine.KindNone && now >= r.Deadline {
+			expired++
+		}
+		count()
+	}
+	delta := func(key, rec []byte) error {
+		deadline, held, err := e.RestoreDelta(key, rec[2:])
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if held && now >= deadline {
+			expired++
+		}
+		logs = true
+		count()
+		return nil
+	}
+	e.Fill(total, func() { err = st.LoadDeltas(restore, delta) })
+	if logs {
+		e.DropExpired(now)
+	}
 	e.FreeRetired()
 	return e.Store().Len(), expired, err
 }

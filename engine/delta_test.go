@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// encodeBinary is an Encoder for tests that keeps a feed's changes as
+// they are, deltas included: kind | uvarint key length | key | uvarint
+// state length | state.
+func encodeBinary(dst, key []byte, kind Kind, state []byte) []byte {
+	dst = append(dst, byte(kind))
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	dst = binary.AppendUvarint(dst, uint64(len(state)))
+	return append(dst, state...)
+}
+
+// applyBinary applies what encodeBinary wrote to e as a load would:
+// deletions and whole records restored (an RL.LOG's kept whatever its
+// deadline), deltas by RestoreDelta. It returns the deltas applied.
+func applyBinary(t *testing.T, e *Engine, b []byte) (deltas int) {
+	t.Helper()
+	for len(b) > 0 {
+		kind := Kind(b[0])
+		kl, n := binary.Uvarint(b[1:])
+		key := b[1+n : 1+n+int(kl)]
+		b = b[1+n+int(kl):]
+		sl, n := binary.Uvarint(b)
+		state := b[n : n+int(sl)]
+		b = b[n+int(sl):]
+		switch {
+		case kind&KindDelta != 0:
+			require.Equal(t, KindLog|KindDelta, kind)
+			_, _, err := e.RestoreDelta(key, state)
+			require.NoError(t, err, "delta of %q", key)
+			deltas++
+		default:
+			r, err := DecodeState(string(key), kind, state)
+			require.NoError(t, err)
+			e.Restore(r, math.MinInt64)
+		}
+	}
+	return deltas
+}
+
+// TestLogDeltasRebuildTheRecords: a feed that writes RL.LOG deltas
+// (WriteDeltas), applied in order to another engine as a load applies a
+// store, leaves it holding what the engine holds, after every read. The
+// writes cover what may make a delta wrong: decisions with times that
+// arrive late (clamped to the shard's latest), windows that change from
+// call to call, reservations and their cancellation, deletions, a
+// flush, states stored from outside (Apply), ResetTime back in time,
+// and reads that dump some shards whole.
+func TestLogDeltasRebuildTheRecords(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 11))
+			e := New(4)
+			st := e.Store()
+			f := e.NewEncodedFeed(encodeBinary, 0)
+			f.WriteDeltas()
+			got := New(4)
+			now := int64(1e15)
+			deltas, saved := 0, 0
+			for i := range 6000 {
+				key := []byte(fmt.Sprintf("log%d", r.IntN(40)))
+				at := now - int64(r.IntN(3))*1e6 // some arrive after a later reading
+				var err error
+				switch x := r.IntN(100); {
+				case x < 70:
+					w := []int64{60e9, 600e9, 5e9}[r.IntN(3)]
+					_, err = st.Limit(KindLog, key, Params{Limit: 1000, Window: w, Cost: int64(1 + r.IntN(3))}, at)
+				case x < 78:
+					var res Result
+					res, err = st.Reserve(KindLog, key, Params{Limit: 60, Window: 60e9, Cost: 1}, 30e9, at)
+					if err == nil && res.Token > 0 && r.IntN(2) == 0 {
+						_, err = st.Cancel(key, res.Token, at)
+					}
+				case x < 81:
+					st.Delete(key, at)
+				case x == 84 && r.IntN(4) == 0:
+					st.Flush()
+				case x < 90:
+					// A state from outside: a log of older runs.
+					var log []int64
+					for j := range int64(12) {
+						log = append(log, now-60e9+j*3e9+int64(r.IntN(1e6)))
+					}
+					e.Apply(Record{Key: string(key), Kind: KindLog, Deadline: now + 60e9, A: 12, Log: log}, at)
+				case x == 90:
+					// Another timeline, 5 s behind: decisions before the
+					// last read's time.
+					now -= 5e9
+					e.ResetTime(now)
+				case x < 95:
+					_, err = st.Limit(KindFixed, key, Params{Limit: 10, Window: 1e9, Cost: 1}, at)
+				}
+				if err != nil {
+					require.ErrorIs(t, err, ErrWrongType)
+				}
+				now += int64(r.IntN(400e6))
+				if r.IntN(50) > 0 && i < 5999 {
+					continue
+				}
+				var b []byte
+				var flushed bool
+				if r.IntN(5) == 0 {
+					from := r.IntN(e.Shards())
+					b, flushed = f.AppendDump(nil, now, from, from+1+r.IntN(e.Shards()-from))
+				} else {
+					b, flushed = f.Append(nil)
+				}
+				if flushed {
+					got.Store().Flush()
+				}
+				deltas += applyBinary(t, got, b)
+				saved += f.Saved()
+				require.Equal(t, dumpAll(e, now), dumpAll(got, now), "after op %d", i)
+			}
+			require.Greater(t, deltas, 25, "deltas written")
+			require.Greater(t, saved, 0, "bytes the deltas saved")
+		})
+	}
+}
+
+// TestDeltaOnAMissingOrWrongBase: a delta whose key holds nothing (its
+// base was in a segment a fold dropped) leaves it without a record, one
+// over another kind drops that record, and one that does not fit its
+// base is refused with ErrState and changes nothing.
+func TestDeltaOnAMissingOrWrongBase(t *testing.T) {
+	now := int64(1e15)
+	e := New(1)
+	st := e.Store()
+	f := e.NewEncodedFeed(encodeBinary, 0)
+	f.WriteDeltas()
+	key := []byte("k")
+	p := Params{Limit: 1000, Window: 600e9, Cost: 1}
+	for i := range 20 {
+		_, err := st.Limit(KindLog, key, p, now+int64(i)*1e9)
+		require.NoError(t, err)
+	}
+	base, _ := f.Append(nil)
+	_, err := st.Limit(KindLog, key, p, now+30e9)
+	require.NoError(t, err)
+	b, _ := f.Append(nil)
+	require.Equal(t, KindLog|KindDelta, Kind(b[0]), "a delta")
+	_, delta := splitBinary(b)
+
+	missing := New(1)
+	_, held, err := missing.RestoreDelta(key, delta)
+	require.NoError(t, err)
+	require.False(t, held)
+	require.Empty(t, dumpAll(missing, now))
+
+	other := New(1)
+	_, err = other.Store().Limit(KindFixed, key, p, now)
+	require.NoError(t, err)
+	_, held, err = other.RestoreDelta(key, delta)
+	require.NoError(t, err)
+	require.False(t, held)
+	require.Empty(t, dumpAll(other, now))
+
+	// A base that is not the one the delta was taken against: a log
+	// whose run before the delta's time differs.
+	wrong := New(1)
+	for i := range 20 {
+		_, err := wrong.Store().Limit(KindLog, key, Params{Limit: 1000, Window: 600e9, Cost: 2}, now+int64(i)*1e9)
+		require.NoError(t, err)
+	}
+	before := dumpAll(wrong, now)
+	_, _, err = wrong.RestoreDelta(key, delta)
+	require.ErrorIs(t, err, ErrState)
+	require.Equal(t, before, dumpAll(wrong, now))
+
+	// The right base takes it.
+	right := New(1)
+	applyBinary(t, right, base)
+	_, held, err = right.RestoreDelta(key, delta)
+	require.NoError(t, err)
+	require.True(t, held)
+	require.Equal(t, dumpAll(e, now+30e9), dumpAll(right, now+30e9))
+}
+
+// splitBinary returns the key and state of the one change in b.
+func splitBinary(b []byte) (key, state []byte) {
+	kl, n := binary.Uvarint(b[1:])
+	key = b[1+n : 1+n+int(kl)]
+	b = b[1+n+int(kl):]
+	sl, n := binary.Uvarint(b)
+	return key, b[n : n+int(sl)]
+}
+
+// FuzzRestoreDelta: no delta crashes its apply, over a base or none.
+func FuzzRestoreDelta(f *testing.F) {
+	now := int64(1e15)
+	e := New(1)
+	feed := e.NewEncodedFeed(encodeBinary, 0)
+	feed.WriteDeltas()
+	p := Params{Limit: 1000, Window: 600e9, Cost: 1}
+	for i := range 20 {
+		e.Store().Limit(KindLog, []byte("k"), p, now+int64(i)*1e9)
+	}
+	base, _ := feed.Append(nil)
+	e.Store().Limit(KindLog, []byte("k"), p, now+30e9)
+	b, _ := feed.Append(nil)
+	_, delta := splitBinary(b)
+	f.Add(delta)
+	f.Add(delta[:len(delta)-1])
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Fuzz(func(t *testing.T, delta []byte) {
+		for _, withBase := range []bool{false, true} {
+			g := New(1)
+			if withBase {
+				applyBinary(t, g, base)
+			}
+			if _, _, err := g.RestoreDelta([]byte("k"), delta); err != nil {
+				require.ErrorIs(t, err, ErrState)
+			}
+			g.Dump(now, func(Record) {})
+		}
+	})
+}
