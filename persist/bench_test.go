@@ -167,3 +167,51 @@ func BenchmarkManyTables(b *testing.B) {
 	b.ReportMetric(float64(tables), "tables")
 	b.ReportMetric(ms(load, 1), "ms/load")
 }
+
+// BenchmarkLoadLogs loads 100,000 RL.LOG keys of 60 runs each: from a
+// store of one snapshot of them all (whole), and from a store written
+// the way a busy server writes one, a snapshot a second with an
+// admission per key each (deltas on top of folds). Run with -benchtime 3x.
+func BenchmarkLoadLogs(b *testing.B) {
+	const keys, runs = 100_000, 60
+	p := engine.Params{Limit: 1e9, Window: 3600e9, Cost: 1}
+	admit := func(e *engine.Engine, now int64) {
+		for k := range keys {
+			if _, err := e.Store().Limit(engine.KindLog, []byte(fmt.Sprint("user:", k)), p, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, steady := range []bool{false, true} {
+		name := map[bool]string{false: "one-snapshot", true: "a-snapshot-a-second"}[steady]
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			st, err := Open(Options{Dir: dir})
+			require.NoError(b, err)
+			e := engine.New(16)
+			snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+			for i := range runs {
+				admit(e, t0+int64(i)*1e9)
+				if steady || i == runs-1 {
+					require.NoError(b, snap.Save())
+				}
+			}
+			require.NoError(b, st.Close())
+			entries := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				st, err := Open(Options{Dir: dir})
+				require.NoError(b, err)
+				held, _, err := LoadEngine(st, engine.New(16), t0+runs*1e9, nil)
+				require.NoError(b, err)
+				require.Equal(b, keys, held)
+				b.StopTimer()
+				entries = 0
+				require.NoError(b, st.LoadDeltas(func(engine.Record) { entries++ }, func(_, _ []byte) error { entries++; return nil }))
+				b.StartTimer()
+				st.Close()
+			}
+			b.ReportMetric(float64(entries), "entries")
+		})
+	}
+}

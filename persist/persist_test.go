@@ -821,3 +821,33 @@ func TestSnapshotKeepsItsBuffer(t *testing.T) {
 	}
 	require.Less(t, cap(snap.buf), kept/4, "a large buffer is let go once snapshots stay small")
 }
+
+// TestSnapshotKeepsTheFoldsBuffer: the buffer a fold step grew is kept
+// through the small snapshots between folds, however many: the next
+// fold's steps need it again.
+func TestSnapshotKeepsTheFoldsBuffer(t *testing.T) {
+	st, err := Open(Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer st.Close()
+	e := engine.New(4)
+	snap := NewSnapshotter(e, st, clock.NewManual(t0), nil)
+	snap.minFold = 1
+	now := t0
+	for !snap.foldDue() { // every key written three times: a fold is due
+		now++
+		fillThrottle(t, e, 0, 100_000, now)
+		require.NoError(t, snap.Save())
+	}
+	now++
+	require.NoError(t, snap.Save()) // a fold in one step: every key
+	require.False(t, snap.round.on)
+	kept := cap(snap.buf)
+	require.Greater(t, kept, 100_000*20, "the buffer holds a dump")
+	for range 40 { // small snapshots, no fold due
+		now++
+		fillThrottle(t, e, 0, 100, now)
+		require.False(t, snap.foldDue())
+		require.NoError(t, snap.Save())
+		require.Equal(t, kept, cap(snap.buf), "kept between folds")
+	}
+}

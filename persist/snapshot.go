@@ -37,6 +37,12 @@ type Snapshotter struct {
 	// much larger than that, so snapshots whose sizes alternate (a fold
 	// step among the others) do not grow a new buffer each time.
 	bufPeak int
+	// stepPeak is the largest len(buf) of the last fold's steps, which
+	// dump the keyspace: buf is kept at that size too, however small the
+	// snapshots between folds (RL.LOG's deltas are a tenth of a dump),
+	// so that a fold step does not grow a buffer by doubling, page
+	// faults and all, each time.
+	stepPeak int
 	// fold: the next snapshot writes every key and drops every older
 	// segment. Set after a failed snapshot, whose changes the feed no
 	// longer lists.
@@ -307,7 +313,13 @@ func (s *Snapshotter) saveLocked() (err error) {
 	s.sinceFold, s.round = folding.Since, foldRound{on: folding.Start > 0, start: folding.Start, next: folding.Next}
 	s.fold = false
 	s.bufPeak = max(len(s.buf), s.bufPeak-s.bufPeak/8)
-	if cap(s.buf) > 4*s.bufPeak+chunkSize {
+	switch {
+	case to > from && from == 0: // a fold's first step, or every key
+		s.stepPeak = len(s.buf)
+	case to > from:
+		s.stepPeak = max(s.stepPeak, len(s.buf))
+	}
+	if cap(s.buf) > 4*max(s.bufPeak, s.stepPeak)+chunkSize {
 		s.buf = nil // a burst's buffer: let go some ten snapshots after it
 	}
 	return nil
