@@ -346,3 +346,51 @@ func BenchmarkFirstWrites(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFeedLogDeltas is a snapshot's read of 100,000 RL.LOG keys of
+// 60 runs, each changed once since the last read (an admission a second
+// under a one-minute window): as deltas (WriteDeltas), reading the
+// shard's records in order (scan) or looking up each listed key (probe,
+// scan=0). ns/key is per changed key read.
+func BenchmarkFeedLogDeltas(b *testing.B) {
+	const keys, runs = 100_000, 60
+	for _, scan := range []int{defaultOptions.feedScanShare, 0} {
+		b.Run("scan="+strconv.Itoa(scan), func(b *testing.B) {
+			o := defaultOptions
+			o.feedScanShare = scan
+			e := newEngine(16, o)
+			p := Params{Limit: 1e9, Window: 60e9, Cost: 1}
+			now := int64(1_700_000_000_000_000_000)
+			names := make([][]byte, keys)
+			for i := range names {
+				names[i] = []byte("rl:log:" + strconv.Itoa(i))
+			}
+			st := e.Store()
+			admit := func() {
+				for _, k := range names {
+					st.Limit(KindLog, k, p, now)
+				}
+				now += 1e9
+			}
+			for range runs {
+				admit()
+			}
+			f := e.NewEncodedFeed(func(dst, key []byte, kind Kind, state []byte) []byte {
+				return append(append(dst, key...), state...)
+			}, 0)
+			f.WriteDeltas()
+			admit()
+			buf, _ := f.Append(nil) // whole, the first read
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				admit()
+				b.StartTimer()
+				buf, _ = f.Append(buf[:0])
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
+			b.ReportMetric(float64(len(buf))/keys, "bytes/key")
+		})
+	}
+}
