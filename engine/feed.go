@@ -241,9 +241,9 @@ func (f *Feed) Append(dst []byte) (out []byte, flushed bool) {
 // deletion: a receiver may hold an older state of it that would outlive
 // it (a log decided under a shorter window since). A receiver may hold
 // a key from an earlier read that the dump does not name: the deletions
-// tell it. Every shard is
-// read under the engine's cut, so what one call appends is a consistent
-// cut: a write over several shards is wholly in it or wholly after it.
+// tell it. Every shard is read under the engine's cut, so what one call
+// appends is a consistent cut: a write over several shards is wholly in
+// it or wholly after it.
 func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flushed bool) {
 	if f.enc == nil {
 		panic("engine: Append on a feed without an Encoder (Next reads it)")
