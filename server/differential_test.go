@@ -56,7 +56,7 @@ func randomOp(r *rand.Rand) []string {
 	n := func(lo, hi int) string { return strconv.Itoa(lo + r.IntN(hi-lo+1)) }
 	windows := []string{"1ms", "7ms", "250ms", "1s", "1500ms", "1m"}
 	w := windows[r.IntN(len(windows))]
-	switch r.IntN(14) {
+	switch r.IntN(15) {
 	case 0:
 		return []string{"CL.THROTTLE", k, n(0, 5), n(1, 10), n(1, 3), n(0, 3)}
 	case 1:
@@ -85,6 +85,10 @@ func randomOp(r *rand.Rand) []string {
 		return []string{"TTL", k}
 	case 10:
 		return []string{"SET", k, strconv.FormatInt(rltest.StartNs+int64(r.IntN(5_000_000_000)), 10), "PX", n(1, 3000)}
+	case 11:
+		// A few logs that grow long across snapshots: their snapshots
+		// write deltas (docs/persistence.md, "Storage format").
+		return []string{"RL.LOG", "log" + strconv.Itoa(r.IntN(3)), "1000", "1d", "COST", n(1, 3)}
 	}
 	units := []string{"ns", "us", "ms", "ms", "s"}
 	return []string{"DEBUG", "CLOCK", "ADVANCE", n(0, 400) + units[r.IntN(len(units))]}
