@@ -409,8 +409,9 @@ func (e *Engine) RestoreDelta(key, delta []byte) (deadline int64, held bool, err
 	if !ok || uint64(len(p.runs)-at) < rest || !runsEndAt(p.runs, at, at+int(rest)) {
 		return 0, false, ErrState
 	}
-	merged := append(append(make([]byte, 0, len(runs)+int(rest)), runs...), p.runs[at:at+int(rest)]...)
+	merged := append(append(s.logBuf[:0], runs...), p.runs[at:at+int(rest)]...)
 	s.putLocked(off, p.end, h, key, en, merged)
+	s.logBuf = merged[:0]
 	return en.deadline, true, nil
 }
 
