@@ -143,22 +143,9 @@ func TestLogDeltasRebuildTheRecords(t *testing.T) {
 // base is refused with ErrState and changes nothing.
 func TestDeltaOnAMissingOrWrongBase(t *testing.T) {
 	now := int64(1e15)
-	e := New(1)
-	st := e.Store()
-	f := e.NewEncodedFeed(encodeBinary, 0)
-	f.WriteDeltas()
 	key := []byte("k")
 	p := Params{Limit: 1000, Window: 600e9, Cost: 1}
-	for i := range 20 {
-		_, err := st.Limit(KindLog, key, p, now+int64(i)*1e9)
-		require.NoError(t, err)
-	}
-	base, _ := f.Append(nil)
-	_, err := st.Limit(KindLog, key, p, now+30e9)
-	require.NoError(t, err)
-	b, _ := f.Append(nil)
-	require.Equal(t, KindLog|KindDelta, Kind(b[0]), "a delta")
-	_, delta := splitBinary(b)
+	e, base, delta := aDelta(t, key, p, now)
 
 	missing := New(1)
 	_, held, err := missing.RestoreDelta(key, delta)
@@ -195,6 +182,27 @@ func TestDeltaOnAMissingOrWrongBase(t *testing.T) {
 	require.Equal(t, dumpAll(e, now+30e9), dumpAll(right, now+30e9))
 }
 
+// aDelta returns an engine holding key, an RL.LOG of 21 admissions
+// under p (20 a second apart from now, then one at now+30 s), and a delta
+// feed's two reads of it: the first (base: the key whole) and the
+// second (delta: the state of its one change, a delta).
+func aDelta(t testing.TB, key []byte, p Params, now int64) (e *Engine, base, delta []byte) {
+	e = New(1)
+	f := e.NewEncodedFeed(encodeBinary, 0)
+	f.WriteDeltas()
+	for i := range 20 {
+		_, err := e.Store().Limit(KindLog, key, p, now+int64(i)*1e9)
+		require.NoError(t, err)
+	}
+	base, _ = f.Append(nil)
+	_, err := e.Store().Limit(KindLog, key, p, now+30e9)
+	require.NoError(t, err)
+	b, _ := f.Append(nil)
+	require.Equal(t, KindLog|KindDelta, Kind(b[0]), "a delta")
+	_, delta = splitBinary(b)
+	return e, base, delta
+}
+
 // splitBinary returns the key and state of the one change in b.
 func splitBinary(b []byte) (key, state []byte) {
 	kl, n := binary.Uvarint(b[1:])
@@ -207,17 +215,7 @@ func splitBinary(b []byte) (key, state []byte) {
 // FuzzRestoreDelta: no delta crashes its apply, over a base or none.
 func FuzzRestoreDelta(f *testing.F) {
 	now := int64(1e15)
-	e := New(1)
-	feed := e.NewEncodedFeed(encodeBinary, 0)
-	feed.WriteDeltas()
-	p := Params{Limit: 1000, Window: 600e9, Cost: 1}
-	for i := range 20 {
-		e.Store().Limit(KindLog, []byte("k"), p, now+int64(i)*1e9)
-	}
-	base, _ := feed.Append(nil)
-	e.Store().Limit(KindLog, []byte("k"), p, now+30e9)
-	b, _ := feed.Append(nil)
-	_, delta := splitBinary(b)
+	_, base, delta := aDelta(f, []byte("k"), Params{Limit: 1000, Window: 600e9, Cost: 1}, now)
 	f.Add(delta)
 	f.Add(delta[:len(delta)-1])
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9})

@@ -101,7 +101,6 @@ type feedShard struct {
 	// last read, or noDelta: the next read writes every record whole.
 	deltas bool
 	since  int64
-	saved  int // bytes this read's deltas saved, for Feed.saved
 }
 
 // noDelta is feedShard.since when the next read must write every record
@@ -252,8 +251,12 @@ func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flus
 	defer f.e.cut.Unlock()
 	var fs *feedShard
 	deleted := func(k string) { dst = fs.appendDeleted(dst, []byte(k)) }
-	written := func(p parsed) { dst = fs.appendWritten(dst, p) }
 	f.saved = 0
+	written := func(p parsed) {
+		var saved int
+		dst, saved = fs.appendWritten(dst, p)
+		f.saved += saved
+	}
 	for i, s := range f.e.shards {
 		if betweenShards != nil && i > 0 {
 			betweenShards()
@@ -275,24 +278,18 @@ func (f *Feed) AppendDump(dst []byte, now int64, from, to int) (out []byte, flus
 			// decision read before now and taken after (decisions are
 			// at the shard's latest time or later).
 			at := min(now, s.latest)
-			for off := 0; off < len(s.data); {
-				p := parseRecord(s.data, off)
-				if p.hdr&hdrDead == 0 {
-					if p.e.alive(at) {
-						written(p)
-					} else { // expired, not yet swept: the receiver may hold an older state
-						dst = fs.appendDeleted(dst, p.key)
-					}
+			s.recordsLocked(func(p parsed, _ int) {
+				if p.e.alive(at) {
+					written(p)
+				} else { // expired, not yet swept: the receiver may hold an older state
+					dst = fs.appendDeleted(dst, p.key)
 				}
-				off = p.end
-			}
+			})
 		}
 		if fs.deltas {
 			// Every decision read so far was at or before latest, and
 			// every later one is at or after it (decisionTimeLocked).
 			fs.since = s.latest
-			f.saved += fs.saved
-			fs.saved = 0
 		}
 		s.mu.Unlock()
 	}
@@ -476,17 +473,19 @@ func (s *shard) deletedLocked(p parsed) {
 }
 
 // appendWritten appends the listed record p, encoded by the feed's
-// Encoder from its state as the write stored it.
-func (fs *feedShard) appendWritten(dst []byte, p parsed) []byte {
+// Encoder from its state as the write stored it, or as a delta
+// (WriteDeltas), and returns the bytes a delta saved over the whole
+// state (0 for a record written whole).
+func (fs *feedShard) appendWritten(dst []byte, p parsed) ([]byte, int) {
 	kind := Kind(p.hdr & hdrKind)
 	if kind == KindLog && fs.deltas && fs.since != noDelta {
 		if st, saved, ok := appendLogDelta(fs.state[:0], p.e, p.runs, fs.since); ok {
-			fs.state, fs.saved = st, fs.saved+saved
-			return fs.enc(dst, p.key, kind|KindDelta, st)
+			fs.state = st
+			return fs.enc(dst, p.key, kind|KindDelta, st), saved
 		}
 	}
 	fs.state = appendState(fs.state[:0], kind, p.e, p.runs)
-	return fs.enc(dst, p.key, kind, fs.state)
+	return fs.enc(dst, p.key, kind, fs.state), 0
 }
 
 // appendDeleted appends key's deletion, encoded by the feed's Encoder.

@@ -344,16 +344,8 @@ const minDeltaRest = 16
 // the whole state. ok is false when a delta would not be smaller: the
 // record is then written whole.
 func appendLogDelta(dst []byte, e entry, runs []byte, since int64) (out []byte, saved int, ok bool) {
-	prev, cut := uint64(e.deadline), -1
-	for i := 0; i < len(runs); {
-		t, _, next := logRunAt(runs, i, prev)
-		prev, i = t, next
-		if int64(t) < since {
-			cut = i
-			break
-		}
-	}
-	if cut < 0 || len(runs)-cut < minDeltaRest {
+	_, _, cut, ok := firstRunBefore(runs, uint64(e.deadline), since)
+	if !ok || len(runs)-cut < minDeltaRest {
 		return dst, 0, false
 	}
 	rest := len(runs) - cut
@@ -361,6 +353,21 @@ func appendLogDelta(dst []byte, e entry, runs []byte, since int64) (out []byte, 
 	dst = binary.AppendUvarint(dst, uint64(rest))
 	dst = appendState(dst, KindLog, e, runs[:cut])
 	return dst, rest - 8 - 2, true
+}
+
+// firstRunBefore returns the first of runs (under deadline dl) whose
+// time is before since, and the offset just past it; ok is false if
+// none is. It is where a delta joins its base, on either side.
+func firstRunBefore(runs []byte, dl uint64, since int64) (t, n uint64, end int, ok bool) {
+	prev := dl
+	for i := 0; i < len(runs); {
+		t, n, i = logRunAt(runs, i, prev)
+		if int64(t) < since {
+			return t, n, i, true
+		}
+		prev = t
+	}
+	return 0, 0, 0, false
 }
 
 // RestoreDelta applies delta, an RL.LOG's delta (appendLogDelta) as a
@@ -405,8 +412,8 @@ func (e *Engine) RestoreDelta(key, delta []byte) (deadline int64, held bool, err
 		s.removeLocked(off, tagOf(h))
 		return 0, false, nil
 	}
-	at, ok := baseJoin(p.runs, uint64(p.e.deadline), since, lastT, lastN)
-	if !ok || uint64(len(p.runs)-at) < rest || !runsEndAt(p.runs, at, at+int(rest)) {
+	bt, bn, at, ok := firstRunBefore(p.runs, uint64(p.e.deadline), since)
+	if !ok || bt != lastT || bn != lastN || uint64(len(p.runs)-at) < rest || !runsEndAt(p.runs, at, at+int(rest)) {
 		return 0, false, ErrState
 	}
 	merged := append(append(s.logBuf[:0], runs...), p.runs[at:at+int(rest)]...)
@@ -419,34 +426,12 @@ func (e *Engine) RestoreDelta(key, delta []byte) (deadline int64, held bool, err
 // or later but the last, which is before since. It returns that run.
 func deltaJoin(runs []byte, dl uint64, since int64) (t, n uint64, ok bool) {
 	defer func() {
-		if recover() != nil {
+		if recover() != nil { // runs from a store: malformed ones end here
 			ok = false
 		}
 	}()
-	prev := dl
-	for i := 0; i < len(runs); {
-		t, n, i = logRunAt(runs, i, prev)
-		prev = t
-		if int64(t) < since {
-			return t, n, i == len(runs)
-		}
-	}
-	return 0, 0, false
-}
-
-// baseJoin finds in a base's runs (under deadline dl) its first run
-// before since, which must be the run (t, n), and returns the offset
-// just past it.
-func baseJoin(runs []byte, dl uint64, since int64, t, n uint64) (int, bool) {
-	prev := dl
-	for i := 0; i < len(runs); {
-		bt, bn, next := logRunAt(runs, i, prev)
-		prev, i = bt, next
-		if int64(bt) < since {
-			return i, bt == t && bn == n
-		}
-	}
-	return 0, false
+	t, n, end, ok := firstRunBefore(runs, dl, since)
+	return t, n, ok && end == len(runs)
 }
 
 // runsEndAt reports whether a walk of runs from the run boundary from
@@ -468,15 +453,13 @@ func (e *Engine) DropExpired(now int64) int {
 	for _, s := range e.shards {
 		s.mu.Lock()
 		s.quiet = true
-		for off := 0; off < len(s.data); {
-			p := parseRecord(s.data, off)
-			if p.hdr&hdrDead == 0 && !p.e.alive(now) {
+		s.recordsLocked(func(p parsed, off int) {
+			if !p.e.alive(now) {
 				s.droppedLocked(p.e)
 				s.removeLocked(off, tagOf(s.hash(p.key)))
 				n++
 			}
-			off = p.end
-		}
+		})
 		s.quiet = false
 		s.mu.Unlock()
 	}

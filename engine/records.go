@@ -120,10 +120,22 @@ func fillRecord(r *Record, p parsed) bool {
 // liveLocked passes fn every live key's record in s at now, parsed in
 // place, in the order the records lie. s.mu must be held.
 func (s *shard) liveLocked(now int64, fn func(parsed)) {
+	s.recordsLocked(func(p parsed, _ int) {
+		if p.e.alive(now) {
+			fn(p)
+		}
+	})
+}
+
+// recordsLocked passes fn every record in s that is not dead, expired
+// ones included, parsed in place with its offset, in the order the
+// records lie. fn may remove the record it is given (removeLocked marks
+// it dead, in place). s.mu must be held.
+func (s *shard) recordsLocked(fn func(p parsed, off int)) {
 	for off := 0; off < len(s.data); {
 		p := parseRecord(s.data, off)
-		if p.hdr&hdrDead == 0 && p.e.alive(now) {
-			fn(p)
+		if p.hdr&hdrDead == 0 {
+			fn(p, off)
 		}
 		off = p.end
 	}

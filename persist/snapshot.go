@@ -313,10 +313,10 @@ func (s *Snapshotter) saveLocked() (err error) {
 	s.sinceFold, s.round = folding.Since, foldRound{on: folding.Start > 0, start: folding.Start, next: folding.Next}
 	s.fold = false
 	s.bufPeak = max(len(s.buf), s.bufPeak-s.bufPeak/8)
-	switch {
-	case to > from && from == 0: // a fold's first step, or every key
-		s.stepPeak = len(s.buf)
-	case to > from:
+	if to > from { // a fold's step
+		if from == 0 { // its first, or every key
+			s.stepPeak = 0
+		}
 		s.stepPeak = max(s.stepPeak, len(s.buf))
 	}
 	if cap(s.buf) > 4*max(s.bufPeak, s.stepPeak)+chunkSize {

@@ -489,7 +489,6 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 	start := time.Now()
 	next := start.Add(progressEvery)
 	entries := 0
-	logs := false
 	count := func() {
 		if entries++; entries%65536 == 0 {
 			e.FreeRetired() // the sweep, which frees them, starts after the load
@@ -510,7 +509,7 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 		if r.Kind == engine.KindLog {
 			// Kept until the load's end, expired or not: a later delta
 			// may extend it past now.
-			at, logs = math.MinInt64, true
+			at = math.MinInt64
 		}
 		e.Restore(r, at)
 		if r.Kind != engine.KindNone && now >= r.Deadline {
@@ -526,12 +525,11 @@ func LoadEngine(st *Store, e *engine.Engine, now int64, log *slog.Logger) (held,
 		if held && now >= deadline {
 			expired++
 		}
-		logs = true
 		count()
 		return nil
 	}
 	e.Fill(total, func() { err = st.LoadDeltas(restore, delta) })
-	if logs {
+	if e.Store().Kinds()[engine.KindLog] > 0 { // some may be expired, kept for deltas
 		e.DropExpired(now)
 	}
 	e.FreeRetired()
