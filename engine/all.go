@@ -37,18 +37,18 @@ type Limit struct {
 
 // limitState is a limit's decision while its shard is locked.
 type limitState struct {
-	s        *shard
-	si       int // the shard's index
-	h        uint64
-	found    bool
-	stale    bool   // an expired record is at off..end (lookupKeepLocked), not yet stored over or dropped
-	off, end int    // where the record found is (valid until a record of the shard is stored)
-	cur      entry  // the state found (zero if none)
-	curRuns  []byte // its runs (RL.LOG) or section, borrowed from the shard
-	rv       resv   // an RL.BUCKET's or RL.FIXED's section, decoded (reserve.go)
-	next     entry  // the state to store, if write
-	runs     []byte
-	write    bool
+	s         *shard
+	si        int // the shard's index
+	h         uint64
+	found     bool
+	stale     bool   // an expired record is at off, its tail at tail (lookupKeepLocked), not yet stored over or dropped
+	off, tail int    // where the record found is, and its tail (valid until a record of the shard is stored)
+	cur       entry  // the state found (zero if none)
+	curRuns   []byte // its runs (RL.LOG) or section, borrowed from the shard
+	rv        resv   // an RL.BUCKET's or RL.FIXED's section, decoded (reserve.go)
+	next      entry  // the state to store, if write
+	runs      []byte
+	write     bool
 }
 
 // Batch is one RL.ALL call's limits and, after Decide, their results.
@@ -152,7 +152,7 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 	// Phase 2.
 	for i := range b.Limits {
 		l, ls := &b.Limits[i], &b.states[i]
-		ls.off, ls.cur, ls.end, ls.curRuns, ls.found, ls.stale = ls.s.lookupKeepLocked(ls.h, l.Key, now)
+		ls.off, ls.cur, ls.tail, ls.curRuns, ls.found, ls.stale = ls.s.lookupKeepLocked(ls.h, l.Key, now)
 		if ls.found && ls.cur.kind != l.Kind {
 			return false, i, ErrWrongType
 		}
@@ -204,7 +204,7 @@ func (b *Batch) store(st Store, now int64) (bool, int, error) {
 		ls := &b.states[i]
 		if ls.write && !ls.found {
 			var err error
-			ls.write, ls.off, ls.end, ls.stale, err = st.newKeyAt(ls.s, ls.h, b.Limits[i].Key, b.Limits[i].Params.Cost == 0, ls.off, ls.end, ls.stale, now)
+			ls.write, ls.off, ls.tail, ls.stale, err = st.newKeyAt(ls.s, ls.h, b.Limits[i].Key, b.Limits[i].Params.Cost == 0, ls.off, ls.tail, ls.stale, now)
 			if err != nil {
 				return false, i, err
 			}
@@ -225,22 +225,22 @@ func (b *Batch) store(st Store, now int64) (bool, int, error) {
 		if !ls.write {
 			continue
 		}
-		off, end := ls.off, ls.end
+		off, tail := ls.off, ls.tail
 		again := evictedAny
 		for j := range i {
 			again = again || b.states[j].write && b.states[j].si == ls.si
 		}
 		switch {
 		case again && ls.stale:
-			off, end, ls.stale = ls.s.staleAtLocked(ls.h, l.Key)
+			off, tail, ls.stale = ls.s.staleAtLocked(ls.h, l.Key)
 		case again:
-			off, _, end, _, _ = ls.s.lookupRunsLocked(ls.h, l.Key, now)
+			off, _, tail, _, _ = ls.s.lookupRunsLocked(ls.h, l.Key, now)
 		}
 		if !ls.found && !ls.stale {
-			off, end = 0, 0
+			off, tail = 0, 0
 		}
 		ls.stale = false
-		ls.s.putLocked(off, end, ls.h, l.Key, ls.next, ls.runs)
+		ls.s.putLocked(off, tail, ls.h, l.Key, ls.next, ls.runs)
 		if a := algorithmOf(l.Kind); a.stored != nil {
 			a.stored(ls.s, ls.cur.w, ls.found, ls.next.w)
 		}

@@ -394,3 +394,44 @@ func BenchmarkFeedLogDeltas(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPipelinedLog is batches of 16 RL.LOG decisions on random keys
+// of 100,000 long logs (limit 60 a minute, each key full), prefetched as
+// a pipelined connection's are: a key is called about five times a
+// second, so one call in five admits and rewrites the log and the others
+// are refused and store nothing, as in the server's benchmark.
+func BenchmarkPipelinedLog(b *testing.B) {
+	const keys, runs = 100_000, 60
+	e := New(16)
+	st := e.Store()
+	p := Params{Limit: runs, Window: 60e9, Cost: 1}
+	now := int64(1_700_000_000_000_000_000)
+	names := make([][]byte, keys)
+	for i := range names {
+		names[i] = []byte("rl:log:" + strconv.Itoa(i))
+	}
+	for range runs {
+		for _, k := range names {
+			st.Limit(KindLog, k, p, now)
+		}
+		now += 1e9
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	batch := make([][]byte, 16)
+	admitted := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(batch) {
+		for j := range batch {
+			batch[j] = names[r.IntN(keys)]
+		}
+		e.Prefetch(batch)
+		for _, k := range batch {
+			if res, _ := st.Limit(KindLog, k, p, now); !res.Limited {
+				admitted++
+			}
+			now += 2_000 // 500,000 calls a second: five a key
+		}
+	}
+	b.ReportMetric(float64(admitted)/float64(b.N), "admitted/op")
+}

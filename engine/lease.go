@@ -353,7 +353,7 @@ func (st Store) onLeases(key []byte, now int64, op *leaseOp) (bool, error) {
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
+	off, e, tail, runs, ok := s.lookupRunsLocked(h, key, now)
 	if !ok {
 		return false, nil
 	}
@@ -377,7 +377,7 @@ func (st Store) onLeases(key []byte, now int64, op *leaseOp) (bool, error) {
 		return true, nil
 	}
 	next := leaseState(ls, e.w.a, s.logBuf[:0])
-	s.putLocked(off, end, h, key, entry{kind: KindLease, w: next.w, deadline: next.deadline}, next.runs)
+	s.putLocked(off, tail, h, key, entry{kind: KindLease, w: next.w, deadline: next.deadline}, next.runs)
 	if cap(next.runs) <= 64<<10 {
 		s.logBuf = next.runs[:0]
 	}

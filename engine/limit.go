@@ -93,7 +93,7 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, e, end, runs, ok, stale := s.lookupKeepLocked(h, key, now)
+	off, e, tail, runs, ok, stale := s.lookupKeepLocked(h, key, now)
 	if ok && e.kind != kind {
 		return Result{}, ErrWrongType
 	}
@@ -111,12 +111,12 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		next, r, write = a.decideRuns(p, cur, now, s.logBuf[:0])
 		if write && !ok {
 			var err error
-			if write, off, end, stale, err = st.newKeyAt(s, h, key, p.Cost == 0, off, end, stale, now); err != nil {
+			if write, off, tail, stale, err = st.newKeyAt(s, h, key, p.Cost == 0, off, tail, stale, now); err != nil {
 				return Result{}, err
 			}
 		}
 		if write = write && !st.dry; write {
-			s.putLocked(off, end, h, key, entry{kind: kind, w: next.w, deadline: next.deadline}, next.runs)
+			s.putLocked(off, tail, h, key, entry{kind: kind, w: next.w, deadline: next.deadline}, next.runs)
 			if a.stored != nil {
 				a.stored(s, e.w, ok, next.w)
 			}
@@ -126,19 +126,19 @@ func (st Store) Limit(kind Kind, key []byte, p Params, now int64) (Result, error
 		}
 	} else {
 		if runs != nil { // a section: reservations in line, or were (reserve.go)
-			return st.reserveLocked(s, off, end, h, key, kind, p, 0, e, ok, runs, now)
+			return st.reserveLocked(s, off, tail, h, key, kind, p, 0, e, ok, runs, now)
 		}
 		var next words
 		next, r = a.decide(p, e.w, now) // e is zero for a fresh key
 		write = next != e.w
 		if write && !ok {
 			var err error
-			if write, off, end, stale, err = st.newKeyAt(s, h, key, p.Cost == 0, off, end, stale, now); err != nil {
+			if write, off, tail, stale, err = st.newKeyAt(s, h, key, p.Cost == 0, off, tail, stale, now); err != nil {
 				return Result{}, err
 			}
 		}
 		if write = write && !st.dry; write {
-			s.putLocked(off, end, h, key, entry{kind: kind, w: next, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
+			s.putLocked(off, tail, h, key, entry{kind: kind, w: next, deadline: deadlineAfter(now, r.ResetAfter)}, nil)
 		}
 	}
 	if !write {

@@ -417,7 +417,7 @@ func (e *Engine) RestoreDelta(key, delta []byte) (deadline int64, held bool, err
 		return 0, false, ErrState
 	}
 	merged := append(append(s.logBuf[:0], runs...), p.runs[at:at+int(rest)]...)
-	s.putLocked(off, p.end, h, key, en, merged)
+	s.putLocked(off, p.tail, h, key, en, merged)
 	s.logBuf = merged[:0]
 	return en.deadline, true, nil
 }

@@ -158,6 +158,7 @@ type parsed struct {
 	key  []byte
 	e    entry
 	runs []byte // RL.LOG's encoded log
+	tail int    // offset of the slack count, just past the state
 	end  int    // offset just past the record
 }
 
@@ -168,7 +169,8 @@ func parseRecord(b []byte, off int) parsed {
 	kl, i := uvarint(b, off+1)
 	p.key = b[i : i+int(kl) : i+int(kl)]
 	var runs int
-	p.e, runs, p.end = decodeState(b, i+int(kl), Kind(p.hdr&hdrKind))
+	p.e, runs, p.tail = decodeState(b, i+int(kl), Kind(p.hdr&hdrKind))
+	p.end = recordEnd(b, p.tail)
 	if runs != 0 {
 		n, j := uvarint(b, runs)
 		p.runs = b[j : j+int(n) : j+int(n)]
@@ -185,10 +187,12 @@ func recordParts(rec []byte) (key []byte, kind Kind, state []byte) {
 
 // decodeState decodes a record's state from its deadline at i on. It
 // returns the offset of the runs' length for a kind with runs (0
-// otherwise) and of the record's end. A state that ends b before its
-// slack (appendState's bytes alone, as a stream carries them) ends there.
-// It is the lookup's hot path: small results, in registers.
-func decodeState(b []byte, i int, kind Kind) (e entry, runs, end int) {
+// otherwise) and the record's tail: the offset just past the state, where
+// its slack count is (recordEnd). It is the lookup's hot path: small
+// results, in registers. It reads nothing past the state: a long RL.LOG's
+// slack count lies a cache line or more from its head, and a decision
+// that stores nothing (most refusals) need not wait for that line.
+func decodeState(b []byte, i int, kind Kind) (e entry, runs, tail int) {
 	dl := binary.LittleEndian.Uint64(b[i:])
 	sec := dl & pendingBit
 	dl &^= pendingBit
@@ -199,11 +203,18 @@ func decodeState(b []byte, i int, kind Kind) (e entry, runs, end int) {
 		n, j := uvarint(b, i)
 		i = j + int(n)
 	}
-	if i == len(b) {
-		return e, runs, i // no slack: never in a data region, where every record has its count
+	return e, runs, i
+}
+
+// recordEnd returns the offset just past the record whose tail (decodeState)
+// is at tail: past its slack count and slack. A state without its slack
+// (appendState's bytes alone, as a stream carries them) ends at its tail.
+func recordEnd(b []byte, tail int) int {
+	if tail == len(b) {
+		return tail // no slack: never in a data region, where every record has its count
 	}
-	u, i := uvarint(b, i)
-	return e, runs, i + int(u)
+	u, i := uvarint(b, tail)
+	return i + int(u)
 }
 
 // withSlack completes a record from appendRecord with n slack bytes.

@@ -63,8 +63,8 @@ func parseState(kind Kind, state []byte) (en entry, runs []byte, err error) {
 			en, runs, err = entry{}, nil, ErrState
 		}
 	}()
-	en, at, end := decodeState(state, 0, kind)
-	if end != len(state) {
+	en, at, tail := decodeState(state, 0, kind)
+	if tail != len(state) {
 		return entry{}, nil, ErrState
 	}
 	if at != 0 {
@@ -203,9 +203,9 @@ func (e *Engine) put(key []byte, en entry, runs []byte, quiet bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	off, _, ok := s.findLocked(h, key)
-	oldEnd := 0
+	oldTail := 0
 	if ok {
-		oldEnd = parseRecord(s.data, off).end
+		oldTail = parseRecord(s.data, off).tail
 	}
 	// A restored record is not a change of ours: nothing is marked, and
 	// the changes that are ours stay listed.
@@ -218,7 +218,7 @@ func (e *Engine) put(key []byte, en entry, runs []byte, quiet bool) bool {
 		}
 		return false
 	}
-	s.putLocked(off, oldEnd, h, key, en, runs)
+	s.putLocked(off, oldTail, h, key, en, runs)
 	return true
 }
 

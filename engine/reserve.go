@@ -380,7 +380,7 @@ func (st Store) Cancel(key []byte, t int64, now int64) (int64, error) {
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
+	off, e, tail, runs, ok := s.lookupRunsLocked(h, key, now)
 	if !ok {
 		return 0, nil
 	}
@@ -393,7 +393,7 @@ func (st Store) Cancel(key []byte, t int64, now int64) (int64, error) {
 	if e.kind == KindLog {
 		given, next := logCancel(held{w: e.w, runs: runs, deadline: e.deadline}, t, now, s.logBuf[:0])
 		if given > 0 && !st.dry {
-			s.putLocked(off, end, h, key, entry{kind: KindLog, w: next.w, deadline: next.deadline}, next.runs)
+			s.putLocked(off, tail, h, key, entry{kind: KindLog, w: next.w, deadline: next.deadline}, next.runs)
 		}
 		return given, nil
 	}
@@ -407,17 +407,17 @@ func (st Store) Cancel(key []byte, t int64, now int64) (int64, error) {
 		} else {
 			reset = fixedReply(Params{Window: rv.unit}, fixedOf(w), now).ResetAfter
 		}
-		st.putWordsLocked(s, off, end, h, key, e.kind, w, rv, now, reset)
+		st.putWordsLocked(s, off, tail, h, key, e.kind, w, rv, now, reset)
 	}
 	return given, nil
 }
 
 // putWordsLocked stores an RL.BUCKET or RL.FIXED state w with section rv
 // (at now), fresh again after reset ns (encodeWords).
-func (st Store) putWordsLocked(s *shard, off, end int, h uint64, key []byte, kind Kind, w words, rv resv, now, reset int64) {
+func (st Store) putWordsLocked(s *shard, off, tail int, h uint64, key []byte, kind Kind, w words, rv resv, now, reset int64) {
 	e, sec := encodeWords(kind, w, rv, now, reset, s.secBuf[:0])
 	s.secBuf = sec[:0]
-	s.putLocked(off, end, h, key, e, sec)
+	s.putLocked(off, tail, h, key, e, sec)
 }
 
 // encodeWords is the entry and section (appended to dst; nil when none)
@@ -473,12 +473,12 @@ func (st Store) Reserve(kind Kind, key []byte, p Params, wait, now int64) (Resul
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, e, end, runs, ok := s.lookupRunsLocked(h, key, now)
+	off, e, tail, runs, ok := s.lookupRunsLocked(h, key, now)
 	if ok && e.kind != kind {
 		return Result{}, ErrWrongType
 	}
 	if kind != KindLog {
-		return st.reserveLocked(s, off, end, h, key, kind, p, wait, e, ok, runs, now)
+		return st.reserveLocked(s, off, tail, h, key, kind, p, wait, e, ok, runs, now)
 	}
 	var cur held
 	if ok {
@@ -492,7 +492,7 @@ func (st Store) Reserve(kind Kind, key []byte, p Params, wait, now int64) (Resul
 		}
 	}
 	if write && !st.dry {
-		s.putLocked(off, end, h, key, entry{kind: KindLog, w: next.w, deadline: next.deadline}, next.runs)
+		s.putLocked(off, tail, h, key, entry{kind: KindLog, w: next.w, deadline: next.deadline}, next.runs)
 		if cap(next.runs) <= 64<<10 {
 			s.logBuf = next.runs[:0]
 		}
@@ -506,7 +506,7 @@ func (st Store) Reserve(kind Kind, key []byte, p Params, wait, now int64) (Resul
 // reserveLocked decides a call of an RL.BUCKET or RL.FIXED key that may
 // wait, or on a key with a section: the record at off (found) holds e and
 // the section sec.
-func (st Store) reserveLocked(s *shard, off, end int, h uint64, key []byte, kind Kind, p Params, wait int64, e entry, found bool, sec []byte, now int64) (Result, error) {
+func (st Store) reserveLocked(s *shard, off, tail int, h uint64, key []byte, kind Kind, p Params, wait int64, e entry, found bool, sec []byte, now int64) (Result, error) {
 	rv := s.sectionOf(kind, &e, sec)
 	w, rv, r, write := reserveWords(kind, p, wait, e.w, rv, now, now)
 	s.pend = rv.pend[:0]
@@ -517,7 +517,7 @@ func (st Store) reserveLocked(s *shard, off, end int, h uint64, key []byte, kind
 		}
 	}
 	if write && !st.dry {
-		st.putWordsLocked(s, off, end, h, key, kind, w, rv, now, r.ResetAfter)
+		st.putWordsLocked(s, off, tail, h, key, kind, w, rv, now, r.ResetAfter)
 	}
 	if found && !write && e.deadline < maxDeadline {
 		r.clampTo(e.deadline - now)

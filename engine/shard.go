@@ -74,34 +74,35 @@ func newShard(seed maphash.Seed, o options) *shard {
 }
 
 // lookupLocked returns the record offset of a live key (hash h), its
-// state and the record's end, dropping the key first if it has expired
-// (lazy expiry). For an RL.LOG record, runs is its encoded log.
-func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry, end int, ok bool) {
-	off, e, end, _, ok = s.lookupRunsLocked(h, key, now)
-	return off, e, end, ok
+// state and the record's tail (decodeState: where a store over it finds
+// its size), dropping the key first if it has expired (lazy expiry). For
+// an RL.LOG record, runs is its encoded log.
+func (s *shard) lookupLocked(h uint64, key []byte, now int64) (off int, e entry, tail int, ok bool) {
+	off, e, tail, _, ok = s.lookupRunsLocked(h, key, now)
+	return off, e, tail, ok
 }
 
 // lookupRunsLocked is lookupLocked that also returns an RL.LOG record's
 // encoded runs (nil for other kinds), decoded on the way.
-func (s *shard) lookupRunsLocked(h uint64, key []byte, now int64) (off int, e entry, end int, runs []byte, ok bool) {
-	off, e, end, runs, ok, stale := s.lookupKeepLocked(h, key, now)
+func (s *shard) lookupRunsLocked(h uint64, key []byte, now int64) (off int, e entry, tail int, runs []byte, ok bool) {
+	off, e, tail, runs, ok, stale := s.lookupKeepLocked(h, key, now)
 	if stale {
 		s.removeLocked(off, tagOf(h))
 		return 0, entry{}, 0, nil, false
 	}
-	return off, e, end, runs, ok
+	return off, e, tail, runs, ok
 }
 
 // lookupKeepLocked is lookupRunsLocked for a call that may store the key
 // at once (CL.THROTTLE, the RL.* limiters, RL.ALL): a record that has
-// expired is reported stale (ok false, e zero, off and end its place)
+// expired is reported stale (ok false, e zero, off and tail its place)
 // instead of removed, so that the write that follows can take its place
 // (putLocked rewrites it in place) rather than drop it and append a new
 // one. A bucket or GCRA key expires once it is full again, so a key used
 // a few times a second comes back expired at most calls. The caller must
 // store over a stale record or drop it (dropStaleLocked) before it
 // unlocks the shard; it is expired, decided at now, in either case.
-func (s *shard) lookupKeepLocked(h uint64, key []byte, now int64) (off int, e entry, end int, runs []byte, ok, stale bool) {
+func (s *shard) lookupKeepLocked(h uint64, key []byte, now int64) (off int, e entry, tail int, runs []byte, ok, stale bool) {
 	if s.old != nil {
 		// A growing table moves on with every access, as Redis rehashes
 		// a step per lookup: keys leave the old table, where lookups
@@ -113,30 +114,30 @@ func (s *shard) lookupKeepLocked(h uint64, key []byte, now int64) (off int, e en
 		return 0, entry{}, 0, nil, false, false
 	}
 	var runsAt int
-	e, runsAt, end = decodeState(s.data, state, Kind(s.data[off]&hdrKind))
+	e, runsAt, tail = decodeState(s.data, state, Kind(s.data[off]&hdrKind))
 	if !e.alive(now) {
 		// Dropping it decides it expired at now: no later decision may
 		// be taken at an earlier time, which would have found it held.
 		s.decisionTimeLocked(now)
 		s.droppedLocked(e)
-		return off, entry{}, end, nil, false, true
+		return off, entry{}, tail, nil, false, true
 	}
 	if runsAt != 0 {
 		n, j := uvarint(s.data, runsAt)
 		runs = s.data[j : j+int(n) : j+int(n)]
 	}
-	return off, e, end, runs, true, false
+	return off, e, tail, runs, true, false
 }
 
 // staleAtLocked is where the stale record of key (hash h) that
 // lookupKeepLocked found is now (records may have moved since: a store
 // into the same shard), or ok false if it is gone.
-func (s *shard) staleAtLocked(h uint64, key []byte) (off, end int, ok bool) {
+func (s *shard) staleAtLocked(h uint64, key []byte) (off, tail int, ok bool) {
 	off, _, ok = s.findLocked(h, key)
 	if !ok {
 		return 0, 0, false
 	}
-	return off, parseRecord(s.data, off).end, true
+	return off, parseRecord(s.data, off).tail, true
 }
 
 // dropStaleLocked removes the stale record of key (hash h) that
@@ -157,14 +158,14 @@ func (s *shard) dropStaleIf(stale bool, h uint64, key []byte) {
 }
 
 // newKeyAt is newKeyLocked for a writer that found no live record, and
-// where it is to store one: over the stale record it found (at off..end),
-// or at the end of the region (0, 0, stale false). Making room for a key
-// may evict records of the shard (maxmemory.go), the stale one among
-// them: after an eviction the stale record is dropped (if still there)
-// and the key stored as new; on an error (the writer returns it at once)
-// it is dropped too. A writer that stores nothing drops it itself
-// (dropStaleIf), whatever the reason.
-func (st Store) newKeyAt(s *shard, h uint64, key []byte, peek bool, off, end int, stale bool, now int64) (write bool, atOff, atEnd int, atStale bool, err error) {
+// where it is to store one: over the stale record it found (at off, its
+// tail at tail), or at the end of the region (0, 0, stale false). Making
+// room for a key may evict records of the shard (maxmemory.go), the
+// stale one among them: after an eviction the stale record is dropped
+// (if still there) and the key stored as new; on an error (the writer
+// returns it at once) it is dropped too. A writer that stores nothing
+// drops it itself (dropStaleIf), whatever the reason.
+func (st Store) newKeyAt(s *shard, h uint64, key []byte, peek bool, off, tail int, stale bool, now int64) (write bool, atOff, atTail int, atStale bool, err error) {
 	evicted := st.e.mem.evicted.Load()
 	write, err = st.newKeyLocked(s, peek, now)
 	if stale && (err != nil || st.e.mem.evicted.Load() != evicted) {
@@ -174,7 +175,7 @@ func (st Store) newKeyAt(s *shard, h uint64, key []byte, peek bool, off, end int
 	if !stale {
 		return write, 0, 0, false, err
 	}
-	return write, off, end, true, err
+	return write, off, tail, true, err
 }
 
 // decisionTimeLocked returns the time a decision taken now must use: now,
@@ -195,10 +196,16 @@ func (s *shard) decisionTimeLocked(now int64) int64 {
 }
 
 // putLocked stores state e (and RL.LOG's encoded runs) for key: over its record
-// at off, which ends at oldEnd, when the key exists (oldEnd > 0) and the
-// new record fits there, else as a new record. It marks the record
-// changed.
-func (s *shard) putLocked(off, oldEnd int, h uint64, key []byte, e entry, runs []byte) {
+// at off, whose tail (decodeState) is at oldTail, when the key exists
+// (oldTail > 0) and the new record fits there, else as a new record. It
+// marks the record changed.
+func (s *shard) putLocked(off, oldTail int, h uint64, key []byte, e entry, runs []byte) {
+	oldEnd := 0
+	if oldTail > 0 {
+		// Read first: the slack count may be a cache miss (a long log's
+		// tail), which the record's encoding below can overlap.
+		oldEnd = recordEnd(s.data, oldTail)
+	}
 	s.buf = appendRecord(s.buf[:0], byte(e.kind), key, e, runs)
 	live := s.buf // the record up to its slack, for the feeds: the slack is appended after
 	tag := tagOf(h)

@@ -72,7 +72,7 @@ func TestShrinkModel(t *testing.T) {
 				s.putLocked(0, 0, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op)}.words()}, nil)
 				model[k] = true
 			case ok && r.IntN(3) == 0: // a wider count moves the record
-				s.putLocked(off, parseRecord(s.data, off).end, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op) << (7 * r.IntN(8))}.words()}, nil)
+				s.putLocked(off, parseRecord(s.data, off).tail, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op) << (7 * r.IntN(8))}.words()}, nil)
 			case ok && r.IntN(2) == 0:
 				remove(k, h, off)
 			}

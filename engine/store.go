@@ -63,10 +63,11 @@ func (st Store) MemoryUsage(key []byte, now int64) (int64, bool) {
 	s, h := st.e.shardOf(key)
 	st.lock(s)
 	defer st.unlock(s)
-	off, _, end, ok := s.lookupLocked(h, key, now)
+	off, _, tail, ok := s.lookupLocked(h, key, now)
 	if !ok {
 		return 0, false
 	}
+	end := recordEnd(s.data, tail)
 	// The record (key, state, log) and its share of the table: the
 	// shard's slot bytes over its keys, 10-12.5 for a mapped table (it
 	// holds 64-80% of its slots), at most 16 (a load of 1/2) so a few

@@ -38,7 +38,7 @@ func TestTableAgainstMap(t *testing.T) {
 				model[k] = true
 			case ok && r.IntN(3) == 0:
 				// A count that needs more varint bytes moves the record.
-				s.putLocked(off, parseRecord(s.data, off).end, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op) << (7 * r.IntN(8))}.words()}, nil)
+				s.putLocked(off, parseRecord(s.data, off).tail, h, []byte(k), entry{kind: KindFixed, deadline: never, w: fixedState{count: int64(op) << (7 * r.IntN(8))}.words()}, nil)
 			case ok && r.IntN(2) == 0:
 				s.removeLocked(off, tagOf(h))
 				delete(model, k)

@@ -86,7 +86,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, cur, end, _, ok, stale := s.lookupKeepLocked(h, key, now)
+	off, cur, tail, _, ok, stale := s.lookupKeepLocked(h, key, now)
 	var tat uint64
 	if ok {
 		if cur.kind != KindThrottle {
@@ -96,7 +96,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 	}
 	d, err := g.Decide(tat, ok, now, q)
 	if d.Write && !ok && err == nil {
-		if d.Write, off, end, stale, err = st.newKeyAt(s, h, key, q == 0, off, end, stale, now); err != nil {
+		if d.Write, off, tail, stale, err = st.newKeyAt(s, h, key, q == 0, off, tail, stale, now); err != nil {
 			return ThrottleResult{}, err
 		}
 	}
@@ -110,7 +110,7 @@ func (st Store) Throttle(key []byte, g GCRA, q, now int64) (ThrottleResult, erro
 			e = redisExpiry(now/1_000_000 + d.TTLMs)
 		}
 		e.w = throttleState{tat: d.NewTAT, farMs: e.w.b}.words()
-		s.putLocked(off, end, h, key, e, nil)
+		s.putLocked(off, tail, h, key, e, nil)
 	} else {
 		s.dropStaleIf(stale, h, key)
 	}
@@ -157,7 +157,7 @@ func (st Store) SetThrottle(key []byte, tat uint64, expMs int64, keepTTL bool, c
 	st.lock(s)
 	defer st.unlock(s)
 	now = s.decisionTimeLocked(now)
-	off, cur, end, ok := s.lookupLocked(h, key, now)
+	off, cur, tail, ok := s.lookupLocked(h, key, now)
 	if (cond == SetIfMissing && ok) || (cond == SetIfExists && !ok) {
 		return false, nil
 	}
@@ -177,7 +177,7 @@ func (st Store) SetThrottle(key []byte, tat uint64, expMs int64, keepTTL bool, c
 		e = redisExpiry(expMs)
 	}
 	e.w = throttleState{tat: tat, farMs: e.w.b}.words()
-	s.putLocked(off, end, h, key, e, nil)
+	s.putLocked(off, tail, h, key, e, nil)
 	return true, nil
 }
 
