@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -458,6 +459,28 @@ func FuzzDecodeState(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, once, stateOf(r2, r2.Deadline-1))
 	})
+}
+
+// TestDecodeStateIsOneState: a state followed by anything, even bytes
+// that read as a slack count and its slack, is ErrState for DecodeState
+// and CheckState: a stream carries states without their slack.
+func TestDecodeStateIsOneState(t *testing.T) {
+	for _, r := range []Record{
+		{Key: "k", Kind: KindThrottle, Deadline: 5e9, A: 4e9},
+		{Key: "k", Kind: KindFixed, Deadline: 5e9, A: 1e9, B: 7},
+		{Key: "k", Kind: KindLog, Deadline: 5e9, A: 3, Log: []int64{1e9, -3e9 - 1, 2}},
+	} {
+		b := stateOf(r, 0)
+		kind, state := Kind(b[0]), b[1:]
+		_, err := DecodeState("k", kind, state)
+		require.NoError(t, err, "%s: the state alone", kind.Name())
+		for _, tail := range [][]byte{{0}, {1, 0}, {2, 0, 0}} {
+			long := append(bytes.Clone(state), tail...)
+			_, err := DecodeState("k", kind, long)
+			require.ErrorIs(t, err, ErrState, "%s + %v", kind.Name(), tail)
+			require.ErrorIs(t, CheckState(kind, long), ErrState, "%s + %v", kind.Name(), tail)
+		}
+	}
 }
 
 // TestDecodeStateRunBeforeZero: an RL.LOG state whose run lies before
