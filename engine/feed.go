@@ -327,8 +327,14 @@ func (s *shard) scansLocked(listed int) bool {
 
 // scanLocked passes written each record listed in s, reading the
 // shard's records in the order they lie: when many of its keys are
-// listed, that costs less than a probe, and a cache miss, per tag.
+// listed, that costs less than a probe, and a cache miss, per tag. A
+// shard of long records is walked through its key table instead
+// (walkLocked).
 func (f *Feed) scanLocked(s *shard, written func(parsed)) {
+	if s.count > 0 && len(s.data) >= walkMinBytes*s.count {
+		f.walkLocked(s, written)
+		return
+	}
 	for off := 0; off < len(s.data); {
 		p := parseRecord(s.data, off)
 		if p.hdr&(hdrDead|f.bit) == f.bit {
@@ -338,6 +344,44 @@ func (f *Feed) scanLocked(s *shard, written func(parsed)) {
 			}
 		}
 		off = p.end
+	}
+}
+
+// walkMinBytes is the region's size per key from which a scan walks the
+// key table rather than the region. In the region, where a record starts
+// is known from the end of the one before, its slack count, which follows
+// a long log's runs: a cache miss per record, each waiting for the last.
+// Through the table only records' heads are read (parseHead), a batch at
+// a time so that their misses overlap. Short records lie several to a
+// cache line, in order, which the region's walk reads best.
+const walkMinBytes = 160
+
+// walkLocked passes written each record listed in s, found through the
+// key tables (both, while entries move), their heads loaded a batch at a
+// time.
+func (f *Feed) walkLocked(s *shard, written func(parsed)) {
+	var offs [feedPrefetch]int
+	for _, t := range [2][]uint64{s.slots, s.old} {
+		for i := 0; i < len(t); {
+			n := 0
+			for ; i < len(t) && n < len(offs); i++ {
+				if slot := t[i]; slot != 0 && slot != moved {
+					offs[n] = slotOff(slot)
+					n++
+				}
+			}
+			for _, off := range offs[:n] {
+				f.sink += uint64(s.data[off])
+			}
+			for _, off := range offs[:n] {
+				if s.data[off]&f.bit != 0 {
+					s.data[off] &^= f.bit
+					if written != nil {
+						written(parseHead(s.data, off))
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -364,7 +408,7 @@ func (f *Feed) probeLocked(s *shard, tags []uint32, written func(parsed)) {
 				if off := slotOff(t[p]); s.data[off]&f.bit != 0 {
 					s.data[off] &^= f.bit
 					if written != nil {
-						written(parseRecord(s.data, off))
+						written(parseHead(s.data, off))
 					}
 				}
 			}

@@ -519,3 +519,86 @@ func TestFeedScansOnceItListsAShare(t *testing.T) {
 	got, _ = drain(f)
 	require.Equal(t, []string{"k7=3"}, got)
 }
+
+// TestFeedWalksLongRecords: a shard whose records average walkMinBytes
+// or more is read through its key tables when the feed scans it
+// (walkLocked), also while its table grows, with entries in both tables:
+// each changed key once, with its state when read, and each deletion.
+func TestFeedWalksLongRecords(t *testing.T) {
+	for _, migrate := range []int{0, defaultOptions.migrateAtOnce} {
+		t.Run(fmt.Sprint("migrateAtOnce=", migrate), func(t *testing.T) {
+			o := defaultOptions
+			o.migrateAtOnce = migrate // 0: an old table stays until lookups and inserts move it
+			e := newEngine(1, o)
+			s, st, f := e.shards[0], e.Store(), e.NewFeed()
+			r := rand.New(rand.NewPCG(uint64(migrate), 3))
+			now := int64(1e12)
+			p := Params{Limit: 1000, Window: 1e15, Cost: 1}
+			admit := func(k string) {
+				now += 1_234_567 // runs of some 5 bytes: logs of 40 take 200
+				_, err := st.Limit(KindLog, []byte(k), p, now)
+				require.NoError(t, err)
+			}
+			keys, whileMoving := 0, 0
+			for round := range 16 {
+				changed, deleted := map[string]bool{}, map[string]bool{}
+				for range 40 + r.IntN(80) {
+					k := fmt.Sprint("k", keys)
+					keys++
+					for range 40 {
+						admit(k)
+					}
+					changed[k] = true
+				}
+				for range keys / 2 {
+					k := fmt.Sprint("k", r.IntN(keys))
+					admit(k)
+					changed[k] = true
+				}
+				// Every other round, new keys until the table grows: the
+				// read then finds entries in both tables (lookups and
+				// inserts move a few slots each).
+				for i := 0; round%2 == 1 && s.old == nil && i < 5000; i++ {
+					k := fmt.Sprint("k", keys)
+					keys++
+					for j := 0; j < 40 && s.old == nil; j++ {
+						admit(k)
+					}
+					changed[k] = true
+				}
+				for range 3 {
+					k := fmt.Sprint("k", r.IntN(keys))
+					if st.Delete([]byte(k), now) {
+						deleted[k] = true
+						delete(changed, k)
+					}
+				}
+				fs := &s.feeds[f.i]
+				require.True(t, fs.scan || s.scansLocked(len(fs.dirty)), "the read scans")
+				require.GreaterOrEqual(t, len(s.data), walkMinBytes*s.count, "long records: walked")
+				if s.old != nil {
+					whileMoving++
+				}
+				want := map[string]Record{}
+				e.Dump(now, func(r Record) {
+					if changed[r.Key] {
+						want[r.Key] = r
+					}
+				})
+				for k := range deleted {
+					want[k] = Record{Key: k}
+				}
+				got := map[string]Record{}
+				f.Next(func(r Record) {
+					_, twice := got[r.Key]
+					require.False(t, twice, "%s reported twice", r.Key)
+					got[r.Key] = r
+				})
+				require.Equal(t, want, got)
+			}
+			if migrate == 0 {
+				require.Positive(t, whileMoving, "some reads while the table moved")
+			}
+		})
+	}
+}

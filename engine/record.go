@@ -164,13 +164,22 @@ type parsed struct {
 
 // parseRecord decodes the record at off.
 func parseRecord(b []byte, off int) parsed {
+	p := parseHead(b, off)
+	p.end = recordEnd(b, p.tail)
+	return p
+}
+
+// parseHead is parseRecord but for the record's end (p.end is 0): it
+// reads nothing past the state, as a lookup does not, so a long log's
+// slack count stays unread. A read that reaches records through the key
+// table, not one after another, needs no end.
+func parseHead(b []byte, off int) parsed {
 	var p parsed
 	p.hdr = b[off]
 	kl, i := uvarint(b, off+1)
 	p.key = b[i : i+int(kl) : i+int(kl)]
 	var runs int
 	p.e, runs, p.tail = decodeState(b, i+int(kl), Kind(p.hdr&hdrKind))
-	p.end = recordEnd(b, p.tail)
 	if runs != 0 {
 		n, j := uvarint(b, runs)
 		p.runs = b[j : j+int(n) : j+int(n)]
