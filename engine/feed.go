@@ -14,7 +14,9 @@ import "math"
 // each shard lists, per feed, the hash tags of the records it marked and
 // the keys it deleted. Once one in feedScanShare of a shard's keys (a
 // quarter) is listed, the read will pass over all the shard's records
-// for their bits, so the shard stops listing until then (feedShard.scan).
+// for their bits (in the order they lie, or through the key table when
+// they are long: walkLocked), so the shard stops listing until then
+// (feedShard.scan).
 //
 // A feed made with NewEncodedFeed (replication) keeps the first change of
 // a key between two reads instead of listing it: the state as the write
