@@ -333,7 +333,7 @@ func (s *shard) scansLocked(listed int) bool {
 // shard of long records is walked through its key table instead
 // (walkLocked).
 func (f *Feed) scanLocked(s *shard, written func(parsed)) {
-	if s.count > 0 && len(s.data) >= walkMinBytes*s.count {
+	if s.count > 0 && len(s.data)-s.garbage >= walkMinBytes*s.count {
 		f.walkLocked(s, written)
 		return
 	}
@@ -349,8 +349,8 @@ func (f *Feed) scanLocked(s *shard, written func(parsed)) {
 	}
 }
 
-// walkMinBytes is the region's size per key from which a scan walks the
-// key table rather than the region. In the region, where a record starts
+// walkMinBytes is the live records' size per key (the region less its
+// garbage) from which a scan walks the key table rather than the region. In the region, where a record starts
 // is known from the end of the one before, its slack count, which follows
 // a long log's runs: a cache miss per record, each waiting for the last.
 // Through the table only records' heads are read (parseHead), a batch at
