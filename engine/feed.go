@@ -350,12 +350,13 @@ func (f *Feed) scanLocked(s *shard, written func(parsed)) {
 }
 
 // walkMinBytes is the live records' size per key (the region less its
-// garbage) from which a scan walks the key table rather than the region. In the region, where a record starts
-// is known from the end of the one before, its slack count, which follows
-// a long log's runs: a cache miss per record, each waiting for the last.
-// Through the table only records' heads are read (parseHead), a batch at
-// a time so that their misses overlap. Short records lie several to a
-// cache line, in order, which the region's walk reads best.
+// garbage) from which a scan walks the key table rather than the region.
+// In the region, where a record starts is known from the end of the one
+// before, its slack count, which follows a long log's runs: a cache miss
+// per record, each waiting for the last. Through the table only records'
+// heads are read (parseHead), a batch at a time so that their misses
+// overlap. Short records lie several to a cache line, in order, which the
+// region's walk reads best.
 const walkMinBytes = 160
 
 // walkLocked passes written each record listed in s, found through the
@@ -376,13 +377,19 @@ func (f *Feed) walkLocked(s *shard, written func(parsed)) {
 				f.sink += uint64(s.data[off])
 			}
 			for _, off := range offs[:n] {
-				if s.data[off]&f.bit != 0 {
-					s.data[off] &^= f.bit
-					if written != nil {
-						written(parseHead(s.data, off))
-					}
-				}
+				f.takeAtLocked(s, off, written)
 			}
+		}
+	}
+}
+
+// takeAtLocked passes written the record at off, found through a key
+// table, if it carries the feed's dirty bit, and clears the bit.
+func (f *Feed) takeAtLocked(s *shard, off int, written func(parsed)) {
+	if s.data[off]&f.bit != 0 {
+		s.data[off] &^= f.bit
+		if written != nil {
+			written(parseHead(s.data, off))
 		}
 	}
 }
@@ -407,12 +414,7 @@ func (f *Feed) probeLocked(s *shard, tags []uint32, written func(parsed)) {
 				if slotTag(t[p]) != tag || t[p] == moved {
 					continue
 				}
-				if off := slotOff(t[p]); s.data[off]&f.bit != 0 {
-					s.data[off] &^= f.bit
-					if written != nil {
-						written(parseHead(s.data, off))
-					}
-				}
+				f.takeAtLocked(s, slotOff(t[p]), written)
 			}
 		}
 	}

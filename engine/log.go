@@ -404,7 +404,7 @@ func (e *Engine) RestoreDelta(key, delta []byte) (deadline int64, held bool, err
 	if !found {
 		return 0, false, nil
 	}
-	p := parseRecord(s.data, off)
+	p := parseHead(s.data, off)
 	s.wholeNextLocked()
 	s.quiet = true
 	defer func() { s.quiet = false }()

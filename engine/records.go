@@ -205,7 +205,7 @@ func (e *Engine) put(key []byte, en entry, runs []byte, quiet bool) bool {
 	off, _, ok := s.findLocked(h, key)
 	oldTail := 0
 	if ok {
-		oldTail = parseRecord(s.data, off).tail
+		oldTail = parseHead(s.data, off).tail
 	}
 	// A restored record is not a change of ours: nothing is marked, and
 	// the changes that are ours stay listed.

@@ -137,7 +137,7 @@ func (s *shard) staleAtLocked(h uint64, key []byte) (off, tail int, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	return off, parseRecord(s.data, off).tail, true
+	return off, parseHead(s.data, off).tail, true
 }
 
 // dropStaleLocked removes the stale record of key (hash h) that
