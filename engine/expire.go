@@ -6,12 +6,16 @@ import (
 )
 
 // sweepChunk is how many records one sweep step examines under a shard
-// lock, and sweepMin how many live ones a pass examines in each shard at
-// least (more while a quarter of them had expired): small steps bound how
-// long a request can wait behind the sweeper.
+// lock: small steps bound how long a request can wait behind the sweeper.
+// sweepMinBytes is how many bytes of live records a pass examines in each
+// shard at least (more while a quarter of them had expired). A floor in
+// bytes follows the memory the sweep is there to reclaim: some 1,000
+// records of 31-40 bytes (a limiter of words, a key of 17-20 bytes), and a
+// step or two of full RL.LOG logs of some 450 bytes, each of which costs a
+// cache miss to pass over.
 const (
-	sweepChunk = 64
-	sweepMin   = 1024
+	sweepChunk    = 64
+	sweepMinBytes = 32 << 10
 )
 
 // migrateStep is how many slots of an old table (growing or shrinking) the
@@ -27,8 +31,8 @@ type SweepStats struct {
 }
 
 // Sweep drops expired keys, Redis style: per shard it examines chunks of
-// records from where it last stopped, and goes on past sweepMin live
-// records only while more than a quarter of a chunk's live records had
+// records from where it last stopped, and goes on past sweepMinBytes of
+// live records only while more than a quarter of a chunk's live records had
 // expired, so an idle keyspace costs little and a mass expiry is reclaimed
 // quickly. It
 // finishes moving a table that is growing and compacts a shard an eighth
@@ -49,6 +53,7 @@ func (e *Engine) SweepCounting(now int64, onExpired func(n int)) SweepStats {
 		var hold time.Duration // the pass's longest step in this shard
 		steps := func(step func() (more bool)) { hold = max(hold, s.inSteps(step)) }
 		scanned, keys := 0, -1 // live records seen this pass; keys when it began
+		scannedBytes := 0      // and their bytes
 		steps(func() bool {
 			if keys < 0 {
 				keys = s.count
@@ -64,6 +69,7 @@ func (e *Engine) SweepCounting(now int64, onExpired func(n int)) SweepStats {
 				p := parseRecord(s.data, off)
 				if p.hdr&hdrDead == 0 {
 					live++
+					scannedBytes += p.end - off
 					if !p.e.alive(now) {
 						s.droppedLocked(p.e)
 						s.removeLocked(off, tagOf(s.hash(p.key)))
@@ -82,7 +88,7 @@ func (e *Engine) SweepCounting(now int64, onExpired func(n int)) SweepStats {
 			// Live records decide: dead ones (garbage awaiting compaction)
 			// say nothing about expiry, and a chunk of nothing but garbage
 			// is passed over. A pass sees each key at most once.
-			return off < size && scanned < keys && (scanned < sweepMin || live == 0 || expired*4 > live)
+			return off < size && scanned < keys && (scannedBytes < sweepMinBytes || live == 0 || expired*4 > live)
 		})
 		// A table moving in steps (growing, or shrinking): move the rest.
 		move := func() bool {

@@ -309,7 +309,7 @@ func TestShrinkToEmptyRetiresTheTable(t *testing.T) {
 	require.Nil(t, s.mem.retired)
 }
 
-// TestSweepJudgesExpiryByLiveRecords: a pass goes on past sweepMin records
+// TestSweepJudgesExpiryByLiveRecords: a pass goes on past sweepMinBytes of live records
 // while more than a quarter of a chunk's live records expired, however
 // much garbage (records of removed keys, awaiting compaction) lies between
 // them: here three dead records for every expired key, and one pass
