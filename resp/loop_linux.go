@@ -34,11 +34,16 @@ type loop struct {
 	s     *Server
 	index int // among the server's loops: its clients' statistics cell
 	epfd  int
-	// parker holds epfd, registered in Go's network poller, where an idle
-	// loop parks (block); nil if the poller would not take it, when the
-	// loop blocks in epoll_wait. It owns epfd: closing it closes epfd.
+	// parker is an epoll descriptor of its own, registered in Go's
+	// network poller, where an idle loop parks (block): it holds epfd
+	// only while the loop parks. Registered itself, epfd would wake the
+	// poller's thread (the spare P's) at every event the busy loop's own
+	// waits then take, only for it to find nothing to run. nil if the
+	// poller would not take an epoll descriptor, when the loop blocks in
+	// epoll_wait.
 	parker *os.File
 	parked syscall.RawConn
+	parkfd int    // the parker's descriptor
 	wake   [2]int // a pipe: writing to wake[1] interrupts epoll_wait
 	mu     sync.Mutex
 	conns  map[int]*lconn // by fd; the loop reads, the acceptor adds
@@ -148,27 +153,44 @@ func newLoop(s *Server, index int) (*loop, error) {
 		syscall.Close(l.wake[1])
 		return nil, err
 	}
-	l.parker, l.parked = parker(epfd)
+	l.parker, l.parked, l.parkfd = parker()
 	return l, nil
 }
 
-// parker wraps epfd in a file that owns it (closing the file closes
-// epfd) and, where Go's network poller takes the descriptor (an epoll
-// descriptor polls readable while it has events), the raw connection an
-// idle loop parks on (block); nil if it does not, and the loop blocks in
-// epoll_wait. os.NewFile registers only a non-blocking descriptor; the
-// epoll_wait calls give their own timeouts and ignore the flag.
-func parker(epfd int) (*os.File, syscall.RawConn) {
-	nonblock := syscall.SetNonblock(epfd, true) == nil
-	f := os.NewFile(uintptr(epfd), "epoll")
-	if !nonblock || f.SetReadDeadline(time.Time{}) != nil { // a deadline needs the poller
-		return f, nil
+// parker makes the epoll descriptor an idle loop parks on (block), in a
+// file that owns it, and, where Go's network poller takes it (an epoll
+// descriptor polls readable while it has events), the raw connection
+// the loop waits on; nil for both if it does not. os.NewFile registers
+// only a non-blocking descriptor.
+func parker() (*os.File, syscall.RawConn, int) {
+	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, nil, -1
+	}
+	if syscall.SetNonblock(fd, true) != nil {
+		syscall.Close(fd)
+		return nil, nil, -1
+	}
+	f := os.NewFile(uintptr(fd), "epoll")
+	if f.SetReadDeadline(time.Time{}) != nil { // a deadline needs the poller
+		f.Close()
+		return nil, nil, -1
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return f, nil
+		f.Close()
+		return nil, nil, -1
 	}
-	return f, rc
+	return f, rc, fd
+}
+
+// parkCtl adds epfd to the parker's descriptor or takes it out (op). A
+// raw system call, as the loop's waits are: a call Go's scheduler sees
+// wakes its monitor thread, which then polls every 20 µs for a while.
+func (l *loop) parkCtl(op int) syscall.Errno {
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.epfd)}
+	_, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_CTL, uintptr(l.parkfd), uintptr(op), uintptr(l.epfd), uintptr(unsafe.Pointer(&ev)), 0, 0)
+	return e
 }
 
 // posted is a published message, or a parked command's reply (unpark),
@@ -384,7 +406,9 @@ func (l *loop) wait(idle int) int {
 		return 0
 	}
 	if l.parked != nil {
-		return l.block()
+		if n, ok := l.block(); ok {
+			return n
+		}
 	}
 	// At most a second, so the idle-connection sweep runs even when
 	// CONFIG SET timeout comes while the loop sleeps.
@@ -409,17 +433,21 @@ func (l *loop) rawWait(timeout int) (int, syscall.Errno) {
 // block parks an idle loop in Go's network poller until its epoll
 // descriptor has events, or a second has passed (the idle-connection
 // sweep runs even when CONFIG SET timeout comes while the loop sleeps),
-// and returns how many events it read. Parked, the loop holds no P and
-// is in no system call. A blocking epoll_wait is a system call that
-// keeps its P until Go's monitor thread takes it back, 10 ms on, and
-// meanwhile the monitor, which sleeps while every P is idle, wakes every
-// 20 µs: some 50 wake-ups each time an idle loop blocked (on an idle
-// replica, at each of its primary's heartbeats).
-func (l *loop) block() int {
+// and returns how many events it read; ok is false if epfd could not be
+// added to the parker's descriptor, and the loop did not wait. Parked,
+// the loop holds no P and is in no system call. A blocking epoll_wait is
+// a system call that keeps its P until Go's monitor thread takes it back,
+// 10 ms on, and meanwhile the monitor, which sleeps while every P is idle,
+// wakes every 20 µs: some 50 wake-ups each time an idle loop blocked (on
+// an idle replica, at each of its primary's heartbeats).
+func (l *loop) block() (n int, ok bool) {
+	if l.parkCtl(syscall.EPOLL_CTL_ADD) != 0 {
+		return 0, false
+	}
+	defer l.parkCtl(syscall.EPOLL_CTL_DEL)
 	l.parker.SetReadDeadline(time.Now().Add(time.Second))
-	n := 0
 	var failed syscall.Errno
-	err := l.parked.Read(func(uintptr) bool { // the descriptor is l.epfd
+	err := l.parked.Read(func(uintptr) bool { // the parker's descriptor, which holds l.epfd
 		n, failed = l.rawWait(0)
 		if failed == syscall.EINTR {
 			failed = 0
@@ -433,7 +461,7 @@ func (l *loop) block() int {
 		l.s.node.Logger().Error("event loop wait failed", "err", err)
 		time.Sleep(rawWaitMs * time.Millisecond) // a failing descriptor must not spin
 	}
-	return n
+	return n, true
 }
 
 func (l *loop) run() {
@@ -501,7 +529,10 @@ func (l *loop) run() {
 			l.mu.Lock()
 			if len(l.conns) == 0 {
 				l.exited = true
-				l.parker.Close() // and epfd with it
+				syscall.Close(l.epfd)
+				if l.parker != nil {
+					l.parker.Close()
+				}
 				syscall.Close(l.wake[0])
 				syscall.Close(l.wake[1])
 				l.mu.Unlock()
