@@ -85,9 +85,10 @@ func TestIdleLoopsParkInThePoller(t *testing.T) {
 // network poller (through the parker's) only while the loop parks there.
 // Reachable from the poller while the loop serves, it would wake the
 // poller's thread (the spare P's) at every event the loop then takes
-// itself, for nothing: 17-25% of a busy server's CPU (bench/RESULTS.md).
-// Read from /proc: right after each reply no epoll instance of the
-// process watches a loop's descriptor, and once the loops park, each is.
+// itself, for nothing: a fifth to a third of a busy server's CPU
+// (bench/RESULTS.md). Read from /proc: after a reply no epoll instance of
+// the process watches the serving loop's descriptor (after one reply of
+// 50 at least: see below), and once the loops park, each is watched.
 func TestBusyLoopsAreNotInThePoller(t *testing.T) {
 	s, addr := loopServer(t, Options{})
 	c, err := net.Dial("tcp", addr)
