@@ -13,7 +13,11 @@ from the median of every run's is dropped (harness/noise.py). Prints, per label,
 the median CPU per request over them with its range, and the ns per request in each part: the
 send(2), read(2) and epoll waits of the event loop, the prefetch pass (the keys' table slots and
 records brought into the cache), the command (node.Exec, the decision included), the decision
-in the engine alone, RESP parsing and the rest.
+in the engine alone, RESP parsing and the rest; and, a part of the rest, Go's scheduler looking
+for work (runtime.findRunnable, its poll of the network included). That last is some 0.2-0.7% of
+a busy server's CPU; at 19-36% it was a loop's epoll descriptor waking the poller's thread
+(bench/RESULTS.md, "A busy loop out of the poller"), which an A/B of two builds that both had it
+could not see.
 """
 import os, subprocess, sys, re, statistics
 import noise
@@ -41,7 +45,7 @@ order = ["ping","gcra","fixed","slide","bucket","log","all3"]
 groups = sorted({t[3:].rsplit("-", 1)[0] for t in reqs}, key=lambda g: (order.index(g.split("-")[0]) if g.split("-")[0] in order else len(order), g))
 if mid:
     print(f"noise gauge: sitting median {mid:.0f} ms, tolerance {tol:.0%}")
-print("alg,runs kept,us/req(cpu ticks) median (min-max)," + ",".join(c for c,_ in cats) + ",parse,other (ns/request, median of kept runs)")
+print("alg,runs kept,us/req(cpu ticks) median (min-max)," + ",".join(c for c,_ in cats) + ",parse,other,of which scheduler (ns/request, median of kept runs)")
 for a in groups:
     rows = []
     per = []
@@ -56,10 +60,11 @@ for a in groups:
         nxt = get("resp.(*Reader).Next")
         vals["parse"] = nxt - vals["read"]
         vals["other"] = tot - (vals["send"]+vals["read"]+vals["epoll wait"]+vals["prefetch"]+vals["command"]+vals["parse"])
+        vals["scheduler"] = get("runtime.findRunnable")
         rows.append({k: v*1e9/n for k,v in vals.items()})
     if not rows:
         print(f"{a},0/{len(tags)},-")
         continue
-    keys = [c for c,_ in cats]+["parse","other"]
+    keys = [c for c,_ in cats]+["parse","other","scheduler"]
     med = {k: statistics.median(r[k] for r in rows) for k in keys}
     print(f"{a},{len(kept)}/{len(tags)},{noise.spread(per, lambda x: f'{x:.3f}')}," + ",".join(f"{med[k]:.0f}" for k in keys))
