@@ -26,11 +26,7 @@ func TestIdleLoopsParkInThePoller(t *testing.T) {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		defer c.Close()
-		_, err = c.Write([]byte("PING\r\n"))
-		require.NoError(t, err)
-		line, err := bufio.NewReader(c).ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, "+PONG\r\n", line)
+		pingOn(t, c, bufio.NewReader(c))
 	}
 	ping() // Serve has started its loops
 	s.mu.Lock()
@@ -95,14 +91,7 @@ func TestBusyLoopsAreNotInThePoller(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	r := bufio.NewReader(c)
-	ping := func() {
-		t.Helper()
-		_, err := c.Write([]byte("PING\r\n"))
-		require.NoError(t, err)
-		line, err := r.ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, "+PONG\r\n", line)
-	}
+	ping := func() { t.Helper(); pingOn(t, c, r) }
 	ping() // Serve has started its loops, and one serves c
 	s.mu.Lock()
 	epfds, busy := map[int]bool{}, -1
@@ -138,6 +127,16 @@ func TestBusyLoopsAreNotInThePoller(t *testing.T) {
 		}
 		return true
 	}, "every idle loop's descriptor watched by its parker")
+}
+
+// pingOn sends PING on c and reads its +PONG from r, c's reader.
+func pingOn(t *testing.T, c net.Conn, r *bufio.Reader) {
+	t.Helper()
+	_, err := c.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+PONG\r\n", line)
 }
 
 // watchedEpolls returns the epoll descriptors of this process that an
