@@ -168,9 +168,9 @@ func (n *Node) connectedClients() int {
 func (c *Client) SetStripe(loop int) { c.stripe = uint32(loop) % stripes }
 
 // SetLooped tells the client that an event loop serves it, and calls
-// Node.PumpReplication at the end of every round: its writes then leave
-// the replication pump to the loop instead of waking its goroutine. Call
-// it before the client's first command.
+// Node.PumpReplication after its rounds: its writes then leave the
+// replication pump to the loop instead of waking its goroutine. Call it
+// before the client's first command.
 func (c *Client) SetLooped() { c.looped = true }
 
 // Mark records that a new batch of commands has just been read, so the

@@ -150,10 +150,10 @@ func (n *Node) tellReplication(c *Client) {
 func (n *Node) ReplicationPending() bool { return n.repl != nil && n.repl.Pending() }
 
 // PumpReplication runs the replication pump on the calling event loop
-// at the end of its round, before the round's replies are sent, so its
-// replicas get the round's changes first (replication.Manager.PumpNow).
-// It reports false if the pump's goroutine has them: the loop then
-// yields to it.
+// after a round that wrote: before the round's replies are sent, so its
+// replicas get the round's changes first, or, on a busy loop, once a
+// later round has run (replication.Manager.PumpNow). It reports false if
+// the pump's goroutine has the changes: the loop then yields to it.
 func (n *Node) PumpReplication() bool { return n.repl != nil && n.repl.PumpNow() }
 
 // clientOf finds the client of a session of this node.

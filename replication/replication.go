@@ -448,7 +448,7 @@ func (m *Manager) Changed() {
 }
 
 // ChangedOnLoop is Changed for a write that ran on an event loop, which
-// calls PumpNow at the end of its round: the pump's goroutine is not
+// calls PumpNow after its round: the pump's goroutine is not
 // woken, so the round wakes no other goroutine, and no thread with it
 // (resp/spare.go). With BatchInterval set, the pump's goroutine holds
 // the changes as for Changed. Cheap; safe for concurrent use.
@@ -462,8 +462,8 @@ func (m *Manager) ChangedOnLoop() {
 	}
 }
 
-// PumpNow runs the pump on the caller's goroutine, an event loop at the
-// end of its round, if writes wait for it: their changes, then the
+// PumpNow runs the pump on the caller's goroutine, an event loop after
+// a round, if writes wait for it: their changes, then the
 // stream's bytes to the replicas' sockets, as far as those take them
 // without waiting (Redis's event loop writes to its replicas the same
 // way). It reports false if it left them to the pump's goroutine: with

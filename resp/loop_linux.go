@@ -33,6 +33,7 @@ var errWouldBlock = errors.New("resp: no input ready")
 type loop struct {
 	s     *Server
 	index int // among the server's loops: its clients' statistics cell
+	repl  replPump
 	epfd  int
 	// parker is an epoll descriptor of its own, registered in Go's
 	// network poller, where an idle loop parks (block): it holds epfd
@@ -60,6 +61,17 @@ type loop struct {
 	watched atomic.Pointer[watch]
 	swept   time.Time
 	rounds  uint64 // rounds run, for the yields with a spare P
+	// held is when the first round whose changes the loop holds from
+	// its replicas ended (hold); zero while it holds none. hot: the
+	// round's requests were at hand when it began (hotWait).
+	held time.Time
+	hot  bool
+	// busyNs and idleNs are the loop's recent time in rounds and in
+	// waits (ns, decayed by halves past loadWindow): a loop busy more
+	// than half of it holds its changes (hold). began: when the
+	// current round began.
+	busyNs, idleNs int64
+	began          time.Time
 }
 
 // lconn is one connection on a loop.
@@ -143,6 +155,10 @@ func newLoop(s *Server, index int) (*loop, error) {
 		return nil, err
 	}
 	l := &loop{s: s, index: index, epfd: epfd, conns: make(map[int]*lconn), events: make([]syscall.EpollEvent, 256), swept: time.Now()}
+	l.repl = s.node
+	if s.replOf != nil {
+		l.repl = s.replOf(index)
+	}
 	if err := syscall.Pipe2(l.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		syscall.Close(epfd)
 		return nil, err
@@ -393,8 +409,35 @@ const (
 	spareYieldEvery = 64
 )
 
-// wait fills l.events and returns how many there are.
+// wait fills l.events and returns how many there are, and sets l.hot:
+// whether it found them at once (hotWait).
 func (l *loop) wait(idle int) int {
+	start := time.Now()
+	if !l.began.IsZero() {
+		l.busyNs += int64(start.Sub(l.began))
+	}
+	n := l.waitEvents(idle)
+	end := time.Now()
+	waited := end.Sub(start)
+	l.hot = n > 0 && waited < hotWait
+	l.idleNs += int64(waited)
+	for l.busyNs+l.idleNs > int64(2*loadWindow) {
+		l.busyNs, l.idleNs = l.busyNs/2, l.idleNs/2
+	}
+	l.began = end
+	return n
+}
+
+// waitEvents is wait without l.hot.
+func (l *loop) waitEvents(idle int) int {
+	if !l.held.IsZero() {
+		// Changes wait for the replicas: they go now, before the
+		// loop waits, unless more requests are at hand.
+		if n, _ := l.rawWait(0); n > 0 {
+			return n
+		}
+		l.sendHeld()
+	}
 	timeout := rawWaitMs
 	if idle >= idleWaits {
 		timeout = 0 // a last look before blocking
@@ -429,6 +472,61 @@ func (l *loop) rawWait(timeout int) (int, syscall.Errno) {
 	}
 	return int(n), 0
 }
+
+// busyHold is the longest a busy loop keeps its rounds' changes from
+// its replicas, in the time since the first round it kept. A send to a
+// replica costs about as much as ten requests (bench/RESULTS.md); held
+// while requests keep coming, the changes of a loaded server's rounds
+// share one.
+//
+// hotWait is the longest wait for a round's requests after which the
+// loop still counts as busy (hot): a wait that found them at hand takes
+// a system call's time, about a microsecond here.
+//
+// Both are variables for tests only.
+var (
+	busyHold = 200 * time.Microsecond
+	hotWait  = 10 * time.Microsecond
+)
+
+// hold reports whether the round's changes wait for the replicas instead
+// of going before its replies (holds), and keeps when the first round
+// held ended. Held changes go before the loop next waits with nothing at
+// hand (wait), or at the end of the first round past busyHold.
+func (l *loop) hold() bool {
+	now := time.Now()
+	if l.held.IsZero() {
+		l.held = now
+	}
+	if holds(l.hot, l.busyNs, l.idleNs, now.Sub(l.held)) {
+		return true
+	}
+	l.held = time.Time{}
+	return false
+}
+
+// holds reports whether a loop holds its changes from its replicas after
+// a round: only while it is busy, and for less than busyHold since the
+// first round it held (heldFor). Busy: the round's requests were at hand
+// when it began (hot), or the loop spent more of its recent time in
+// rounds (busyNs) than in waits (idleNs). A loop that waits for its
+// requests sends each round's changes before the round's replies.
+func holds(hot bool, busyNs, idleNs int64, heldFor time.Duration) bool {
+	return (hot || busyNs > idleNs) && heldFor < busyHold
+}
+
+// sendHeld runs the replication pump for the changes the loop holds, if
+// they are still waiting (another loop, or the pump's goroutine, may have
+// sent them), and yields to the pump's goroutine where that has them.
+func (l *loop) sendHeld() {
+	l.held = time.Time{}
+	if l.repl.ReplicationPending() && !l.repl.PumpReplication() {
+		runtime.Gosched()
+	}
+}
+
+// loadWindow is about how far back hold looks at the loop's load.
+const loadWindow = 10 * time.Millisecond
 
 // block parks an idle loop in Go's network poller until its epoll
 // descriptor has events, or a second has passed (the idle-connection
@@ -498,12 +596,13 @@ func (l *loop) run() {
 			}
 			l.handle(lc, ev.Events)
 		}
-		if l.s.node.ReplicationPending() && !l.s.node.PumpReplication() && len(l.round) > 0 {
+		if l.repl.ReplicationPending() && !l.hold() && !l.repl.PumpReplication() && len(l.round) > 0 {
 			// The round wrote: the replication pump sends its changes
 			// before its replies go, so a client that reads its write
 			// back from a replica finds it there more often, and a
-			// replica lags by the pump, not by the replies' sends. The
-			// loop pumps itself; where the pump's goroutine has the
+			// replica lags by the pump, not by the replies' sends. A
+			// busy loop holds them for a later round instead (hold).
+			// The loop pumps itself; where the pump's goroutine has the
 			// changes, it yields to it.
 			runtime.Gosched()
 		}

@@ -20,7 +20,10 @@ const flushThreshold = 64 << 10
 
 // Server accepts connections for a node.
 type Server struct {
-	node       *node.Node
+	node *node.Node
+	// replOf, if set, gives an event loop, by index, a stand-in for the
+	// node's replication pump (tests); nil for the node's own.
+	replOf     func(loop int) replPump
 	tls        *tls.Config
 	goroutines bool // Options.GoroutinePerConn
 
@@ -38,6 +41,14 @@ type Server struct {
 	watches int
 	linger  *time.Timer
 	wg      sync.WaitGroup
+}
+
+// replPump is what an event loop asks of replication after its rounds:
+// whether a write's changes wait for the pump, and to run it
+// (node.Node.ReplicationPending and PumpReplication).
+type replPump interface {
+	ReplicationPending() bool
+	PumpReplication() bool
 }
 
 // Options choose how a Server serves.

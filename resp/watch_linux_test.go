@@ -18,8 +18,19 @@ import (
 // loopServer serves a fresh node on loopback, as o says.
 func loopServer(t *testing.T, o Options) (*Server, string) {
 	t.Helper()
+	return serveLoops(t, newLoopServer(o))
+}
+
+// newLoopServer returns a server of a fresh node, not yet serving.
+func newLoopServer(o Options) *Server {
 	n := node.New(node.Config{Shards: 4, MaxClients: 100}, engine.New(4), clock.NewManual(1_700_000_000_000_000_000), node.Options{})
-	s := NewServer(n, o)
+	return NewServer(n, o)
+}
+
+// serveLoops serves s on a loopback port until the test ends and returns
+// its address.
+func serveLoops(t *testing.T, s *Server) (*Server, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan struct{})
