@@ -32,8 +32,8 @@ var errWouldBlock = errors.New("resp: no input ready")
 // loop is one event loop and the connections it serves.
 type loop struct {
 	s     *Server
-	index int // among the server's loops: its clients' statistics cell
-	repl  replPump
+	index int      // among the server's loops: its clients' statistics cell
+	repl  replPump // the replication pump it runs after its rounds (the node's)
 	epfd  int
 	// parker is an epoll descriptor of its own, registered in Go's
 	// network poller, where an idle loop parks (block): it holds epfd
@@ -428,7 +428,8 @@ func (l *loop) wait(idle int) int {
 	return n
 }
 
-// waitEvents is wait without l.hot.
+// waitEvents is wait's work, without the timing: it first sends held
+// changes unless requests are at hand.
 func (l *loop) waitEvents(idle int) int {
 	if !l.held.IsZero() {
 		// Changes wait for the replicas: they go now, before the
@@ -489,6 +490,9 @@ var (
 	hotWait  = 10 * time.Microsecond
 )
 
+// loadWindow is about how far back hold looks at the loop's load.
+const loadWindow = 10 * time.Millisecond
+
 // hold reports whether the round's changes wait for the replicas instead
 // of going before its replies (holds), and keeps when the first round
 // held ended. Held changes go before the loop next waits with nothing at
@@ -524,9 +528,6 @@ func (l *loop) sendHeld() {
 		runtime.Gosched()
 	}
 }
-
-// loadWindow is about how far back hold looks at the loop's load.
-const loadWindow = 10 * time.Millisecond
 
 // block parks an idle loop in Go's network poller until its epoll
 // descriptor has events, or a second has passed (the idle-connection
