@@ -52,7 +52,7 @@ type Node interface {
 	Save() error
 	BackgroundSave() error
 	LastSave() int64
-	RequestShutdown(save bool)
+	RequestShutdown(save, now bool)
 	// Replication (docs/replication.md). ReplicaOf follows host:port
 	// (already: it did), ReplicaOfNoOne promotes; Role is ROLE's reply;
 	// Psync hands s's connection to replication once this command's

@@ -70,32 +70,35 @@ func cmdDebugClock(x *Ctx) {
 }
 
 // parseShutdown is SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: whether
-// to write a final snapshot, and whether SAVE insisted on one.
-func parseShutdown(args [][]byte) (save, mustSave bool, err error) {
+// to write a final snapshot, whether SAVE insisted on one, and whether
+// NOW skips waiting for the replicas to acknowledge every change.
+func parseShutdown(args [][]byte) (save, mustSave, now bool, err error) {
 	nosave := false
 	for _, a := range args {
 		switch strings.ToUpper(string(a)) {
-		case "NOW", "FORCE":
+		case "NOW":
+			now = true
+		case "FORCE":
 		case "NOSAVE":
 			nosave = true
 		case "SAVE":
 			mustSave = true
 		case "ABORT":
-			return false, false, ErrNoShutdown
+			return false, false, false, ErrNoShutdown
 		default:
-			return false, false, ErrSyntax
+			return false, false, false, ErrSyntax
 		}
 	}
 	if mustSave && nosave {
-		return false, false, ErrSyntax
+		return false, false, false, ErrSyntax
 	}
-	return !nosave, mustSave, nil
+	return !nosave, mustSave, now, nil
 }
 
 // cmdShutdown snapshots unless NOSAVE (SAVE needs persistence), then the
 // process stops. As in Redis, a successful SHUTDOWN sends no reply.
 func cmdShutdown(x *Ctx) {
-	save, mustSave, err := parseShutdown(x.Args[1:])
+	save, mustSave, now, err := parseShutdown(x.Args[1:])
 	if err != nil {
 		x.Error(err)
 		return
@@ -104,9 +107,9 @@ func cmdShutdown(x *Ctx) {
 		x.Error(ErrPersistOff)
 		return
 	}
-	x.N.Logger().Info("shutdown requested by client", "id", x.C.ID, "addr", x.C.Addr, "save", save)
+	x.N.Logger().Info("shutdown requested by client", "id", x.C.ID, "addr", x.C.Addr, "save", save, "now", now)
 	x.C.closeAfterReply = true
-	x.N.RequestShutdown(save)
+	x.N.RequestShutdown(save, now)
 }
 
 func cmdSave(x *Ctx) {

@@ -66,6 +66,10 @@ type Config struct {
 	// primary's changes to its replicas that writes wake (0: at once);
 	// replication.Options.BatchInterval.
 	ReplBatchInterval time.Duration
+	// ShutdownTimeout is how many seconds a graceful stop waits for the
+	// replicas to acknowledge every change (Redis's shutdown-timeout;
+	// 0: it sends them without waiting).
+	ShutdownTimeout int
 	// ConfigFile is the configuration file the server was started with
 	// (an absolute path), which CONFIG REWRITE rewrites; "" for none.
 	// CommandLine are the settings given as flags, as the file's lines
@@ -168,6 +172,8 @@ func (c Config) Validate() error {
 		return errors.New("--repl-batch-interval must be from 0 to 1s")
 	case c.MinReplicasMaxLag < 0:
 		return errors.New("--min-replicas-max-lag must not be negative")
+	case c.ShutdownTimeout < 0:
+		return errors.New("--shutdown-timeout must not be negative")
 	case (c.ClusterConfig == "") != (c.ClusterNodeID == ""):
 		return errors.New("--cluster-config and --cluster-node-id must be given together")
 	case c.ACLFile != "" && c.RequirePass != "":
@@ -424,6 +430,18 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 					return errors.New("argument couldn't be parsed into an integer")
 				}
 				n.timeout.Store(k)
+				return nil
+			}},
+		{Name: "shutdown-timeout", Get: func() string { return strconv.FormatInt(n.shutdownTimeout.Load(), 10) },
+			Set: func(v string) error {
+				k, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return errors.New("argument couldn't be parsed into an integer")
+				}
+				if k < 0 || k > math.MaxInt32 {
+					return errors.New("argument must be between 0 and 2147483647 inclusive")
+				}
+				n.shutdownTimeout.Store(k)
 				return nil
 			}},
 		{Name: "shards", Get: func() string { return strconv.Itoa(n.engine.Shards()) }},

@@ -55,6 +55,9 @@ type Node struct {
 	maxMemorySet  chan struct{} // a new maxmemory, for RunMaxMemory (one pending at most)
 	maxClients    atomic.Int64
 	timeout       atomic.Int64
+	// shutdownTimeout is Config.ShutdownTimeout, in seconds, as CONFIG
+	// SET leaves it.
+	shutdownTimeout atomic.Int64
 	// readOnly, when set, is the error every write command gets (a
 	// replica's READONLY).
 	readOnly atomic.Pointer[commands.Error]
@@ -72,6 +75,7 @@ type Node struct {
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
 	shutdownSave atomic.Bool
+	shutdownNow  atomic.Bool
 
 	snap   *persist.Snapshotter // nil when the node runs in memory only
 	loaded LoadInfo
@@ -159,6 +163,7 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 	n.slow.maxLen.Store(int64(cfg.SlowlogMaxLen))
 	n.lat.threshold.Store(cfg.LatencyThreshold)
 	n.timeout.Store(int64(cfg.Timeout))
+	n.shutdownTimeout.Store(int64(cfg.ShutdownTimeout))
 	return n
 }
 
@@ -212,12 +217,23 @@ func (n *Node) PasswordRequired() bool { return !n.defaultUser.Rules().NoPass() 
 func (n *Node) ShutdownRequested() <-chan struct{} { return n.shutdown }
 
 // RequestShutdown asks the process to stop (as SHUTDOWN does), with a
-// final snapshot when save is set. The first request decides.
-func (n *Node) RequestShutdown(save bool) {
+// final snapshot when save is set, and without waiting for the replicas'
+// acks when now is set. The first request decides.
+func (n *Node) RequestShutdown(save, now bool) {
 	n.shutdownOnce.Do(func() {
 		n.shutdownSave.Store(save)
+		n.shutdownNow.Store(now)
 		close(n.shutdown)
 	})
+}
+
+// ShutdownWait is how long a graceful stop waits for the replicas to
+// acknowledge every change: shutdown-timeout, or 0 after SHUTDOWN NOW.
+func (n *Node) ShutdownWait() time.Duration {
+	if n.shutdownNow.Load() {
+		return 0
+	}
+	return time.Duration(n.shutdownTimeout.Load()) * time.Second
 }
 
 // ShutdownSave reports whether the requested shutdown wants a final

@@ -180,6 +180,9 @@ type Manager struct {
 	links     []*link   // in the order they attached
 	up        *upstream // non-nil while a replica
 	stopped   bool      // Run has returned: nothing waits any more
+	// stopping: the node is stopping (EndWaits), so WAIT answers at once
+	// with the acks so far; Drain still waits for the replicas.
+	stopping bool
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 
@@ -684,11 +687,65 @@ func (m *Manager) waitAcks(n int, target int64, timeout time.Duration, gone <-ch
 	defer func() { m.ackWaiters-- }()
 	for {
 		k := m.ackedLocked(target)
-		if k >= n || expired || m.stopped {
+		if k >= n || expired || m.stopped || m.stopping {
 			return k
 		}
 		m.cond.Wait()
 	}
+}
+
+// EndWaits answers every WAIT now, with the replicas that have
+// acknowledged so far, and every later one at once. A node calls it as
+// it begins to stop, before it closes its clients' connections: a WAIT
+// that blocks a connection's own goroutine would otherwise hold the stop
+// up until its timeout.
+func (m *Manager) EndWaits() {
+	m.mu.Lock()
+	m.stopping = true
+	m.cond.Broadcast()
+	m.mu.Unlock()
+}
+
+// Drain sends the replicas every change made so far, then a heartbeat
+// that asks for an ack, and blocks until every linked replica has
+// acknowledged all of it, its link closes, ctx ends or wait passes.
+// With wait 0 it returns once the changes are written to the sockets
+// that take them now (SHUTDOWN NOW, shutdown-timeout 0). It returns
+// how many replicas acknowledged everything and how many did not.
+//
+// A node calls it as it stops, after its clients' connections are
+// closed, so that no change comes after it, and before Run's context
+// ends, which closes the links. Changes an event loop or BatchInterval
+// held back are in the feed and go too. So a replica promoted after a
+// graceful stop holds every decision its primary answered. Redis 7
+// waits for its replicas at shutdown the same way (shutdown-timeout).
+func (m *Manager) Drain(ctx context.Context, wait time.Duration) (caughtUp, lagging int) {
+	m.serial.Lock()
+	m.pump(true)
+	m.serial.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	target := m.offset
+	behind := func() int { return m.countLocked(func(l *link) bool { return l.ack < target }) }
+	if wait > 0 && behind() > 0 {
+		ctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		expired := false
+		stop := context.AfterFunc(ctx, func() {
+			m.mu.Lock()
+			expired = true
+			m.cond.Broadcast()
+			m.mu.Unlock()
+		})
+		defer stop()
+		m.ackWaiters++ // an ack wakes the cond's waiters only while someone waits for acks
+		for behind() > 0 && !expired && !m.stopped {
+			m.cond.Wait()
+		}
+		m.ackWaiters--
+	}
+	lagging = behind()
+	return len(m.links) - lagging, lagging
 }
 
 // goodEvery is how often a primary counts its good replicas.

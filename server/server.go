@@ -383,22 +383,34 @@ func newClock(mode string, start, highWater int64) clock.Own {
 func (s *Server) Close(ctx context.Context) error { return s.Shutdown(ctx, false) }
 
 // Shutdown stops the server (once; later calls return the first one's
-// result): no new connections, existing ones closed,
-// the background loops stopped, then, if save is set and persistence is
-// on, a final snapshot, and the store closed. It waits at most until ctx
-// ends for connections to finish.
+// result): no new connections, existing ones closed, every change sent
+// to the replicas and acknowledged by them, the background loops
+// stopped, then, if save is set and persistence is on, a final snapshot,
+// and the store closed. It waits at most until ctx ends for connections
+// to finish and, within ctx and shutdown-timeout, for the replicas' acks;
+// after SHUTDOWN NOW it sends the changes without waiting for acks.
 func (s *Server) Shutdown(ctx context.Context, save bool) error {
 	s.stopOnce.Do(func() { s.stopErr = s.shutdown(ctx, save) })
 	return s.stopErr
 }
 
 // shutdown is Shutdown's work, done once: later calls return its result.
+// The clients go before the replicas are drained, so that no change is
+// made after the drain: a replica promoted after a graceful stop holds
+// every decision a client was answered. The background loops stop last:
+// their context's end closes the replicas' links.
 func (s *Server) shutdown(ctx context.Context, save bool) error {
-	s.cancel()
+	s.Replication.EndWaits() // a WAIT on a connection's goroutine would hold resp.Close up
 	err := s.resp.Close(ctx)
 	if s.RLS != nil {
 		s.RLS.Close(ctx)
 	}
+	if caughtUp, lagging := s.Replication.Drain(ctx, s.Node.ShutdownWait()); lagging > 0 {
+		s.log.Warn("stopping with replicas that did not acknowledge every change", "caught_up", caughtUp, "lagging", lagging)
+	} else if caughtUp > 0 {
+		s.log.Info("replicas acknowledged every change", "replicas", caughtUp)
+	}
+	s.cancel()
 	if s.Metrics != nil {
 		err = errors.Join(err, s.Metrics.Close(ctx))
 	}

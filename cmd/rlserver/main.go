@@ -117,6 +117,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.ReplicaAnnounceIP, "replica-announce-ip", "", "address a replica tells its primary to list for it (empty: the connection's)")
 	fs.IntVar(&cfg.ReplicaAnnouncePort, "replica-announce-port", 0, "port a replica tells its primary to list for it (0: --port)")
 	fs.IntVar(&cfg.MinReplicasToWrite, "min-replicas-to-write", 0, "a primary refuses writes (-NOREPLICAS) while fewer replicas acknowledged within --min-replicas-max-lag (0: off)")
+	fs.IntVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10, "seconds a graceful stop waits for the replicas to acknowledge every change (0: send without waiting)")
 	fs.IntVar(&cfg.MinReplicasMaxLag, "min-replicas-max-lag", 10, "seconds since a replica's last acknowledgement for it to count as good (--min-replicas-to-write)")
 	fs.DurationVar(&cfg.ReplBatchInterval, "repl-batch-interval", 0, "least time between two sends of a primary's changes to its replicas (0: each round of requests' changes at once); longer sends fewer, larger writes, for less CPU and up to this much more lag (at most 1s)")
 	backlog := fs.String("repl-backlog-size", "1mb", "replication backlog, in Redis's size syntax (1m = 10^6 bytes, 1mb = 2^20); at least 16kb")
@@ -293,7 +294,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			stopped = true
 		}
 	}
-	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Ten seconds for the clients' connections to close, and the wait for
+	// the replicas' acks (shutdown-timeout) on top.
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+srv.Node.ShutdownWait())
 	defer cancel()
 	if err := srv.Shutdown(cctx, save); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

@@ -72,6 +72,7 @@ func TestLaterFeaturesFailLoudly(t *testing.T) {
 		{[]string{"--repl-backlog-size", "1tb"}, `--repl-backlog-size: invalid size "1tb"`},
 		{[]string{"--repl-batch-interval", "2s"}, "--repl-batch-interval must be from 0 to 1s"},
 		{[]string{"--repl-batch-interval", "-1ms"}, "--repl-batch-interval must be from 0 to 1s"},
+		{[]string{"--shutdown-timeout", "-1"}, "--shutdown-timeout must not be negative"},
 		{[]string{"--metrics-top-keys", "-1"}, "--metrics-top-keys must not be negative"},
 		{[]string{"--cluster-config", "nodes.conf"}, "--cluster-config and --cluster-node-id must be given together"},
 		{[]string{"--shards", "3"}, "shards must be a power of two up to 68719476736, got 3"},

@@ -25,6 +25,7 @@ func Start(t testing.TB, opts ...Option) *server.Server {
 		Config: node.Config{
 			Bind: "127.0.0.1", Port: 0, Dir: t.TempDir(), Shards: 8, ClockMode: "manual",
 			MaxClients: 10000, LogLevel: "info", LogFormat: "text", Limits: node.DefaultLimits,
+			ShutdownTimeout: 10,
 		},
 		ClockStart:     rltest.StartNs,
 		ExpiryInterval: 20 * time.Millisecond,

@@ -1,0 +1,251 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestGracefulStopSendsEveryChange: a primary that stops gracefully
+// first sends its replica every change it answered, and waits for the
+// replica's ack, so a replica promoted after a planned stop holds every
+// decision. The replica follows through a proxy that stops passing the
+// primary's stream on (heldStream). The proxy passes the stream on again
+// only once the primary's stop either waits for the acks (Manager.Drain,
+// after its clients are closed) or has ended. A stop that drops the
+// replica's link at once, as before the drain, loses megabytes of
+// changes, and the replica ends short of the primary's offset and keys.
+func TestGracefulStopSendsEveryChange(t *testing.T) {
+	h := heldStream(t)
+	closed := h.stop(t)
+	var closeErr error
+	ended := false
+	rltest.WaitFor(t, 30*time.Second, "the stop to wait for the replica's ack, or to end", func() (bool, string) {
+		select {
+		case closeErr = <-closed:
+			ended = true
+			return true, "ended"
+		default:
+		}
+		n := stackCount("replication.(*Manager).Drain(")
+		return n == 1, fmt.Sprintf("%d draining", n)
+	})
+	h.px.resume()
+	if !ended {
+		select {
+		case closeErr = <-closed:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the stop did not end once the stream flowed again")
+		}
+	}
+	require.NoError(t, closeErr)
+
+	r := h.r
+	rltest.WaitFor(t, 10*time.Second, "the replica's link down", func() (bool, string) {
+		s := rltest.Info(t, r.c, "replication")["master_link_status"]
+		return s == "down", s
+	})
+	got := rltest.InfoInt(t, r.c, "replication", "slave_repl_offset")
+	require.GreaterOrEqual(t, got, h.final, "the replica applied the whole stream (%d bytes short)", h.final-got)
+	require.Equal(t, strconv.Itoa(h.keys), r.c.Do("DBSIZE"), "every key the primary wrote")
+	require.Regexp(t, `^\[0 5 4 -1 \d+\]$`, r.c.Do("RL.FIXED", h.last, "5", "1m", "COST", "0"), "the last write, peeked on the replica")
+}
+
+// TestStopWithoutWaiting: SHUTDOWN NOW, or shutdown-timeout 0, stops
+// without waiting for a replica that does not acknowledge. With
+// shutdown-timeout at an hour otherwise, a stop that waited would not
+// end while the proxy holds the stream back.
+func TestStopWithoutWaiting(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout string
+		now     bool
+	}{
+		{"SHUTDOWN NOW", "3600", true},
+		{"shutdown-timeout 0", "0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := heldStream(t)
+			require.Equal(t, "+OK", h.p.c.Do("CONFIG", "SET", "shutdown-timeout", tc.timeout))
+			require.Equal(t, `["shutdown-timeout" "`+tc.timeout+`"]`, h.p.c.Do("CONFIG", "GET", "shutdown-timeout"))
+			if tc.now {
+				c := rltest.Dial(t, h.p.s.Addr.String())
+				c.Send(rltest.Encode("SHUTDOWN", "NOW", "NOSAVE"))
+				_, err := c.Read()
+				require.Error(t, err, "a successful SHUTDOWN sends no reply")
+			}
+			closed := h.stop(t)
+			select {
+			case err := <-closed:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second): // under the replica's own 60 s timeout, which would end a wait too
+				t.Fatal("the stop waited for the replica")
+			}
+		})
+	}
+}
+
+func TestShutdownTimeoutConfig(t *testing.T) {
+	p := startRepl(t)
+	require.Equal(t, `["shutdown-timeout" "10"]`, p.c.Do("CONFIG", "GET", "shutdown-timeout"))
+	for _, tc := range []struct{ value, err string }{
+		{"soon", "argument couldn't be parsed into an integer"},
+		{"1.5", "argument couldn't be parsed into an integer"},
+		{"-1", "argument must be between 0 and 2147483647 inclusive"},
+		{"2147483648", "argument must be between 0 and 2147483647 inclusive"},
+	} {
+		require.Equal(t, "-ERR CONFIG SET failed (possibly related to argument 'shutdown-timeout') - "+tc.err,
+			p.c.Do("CONFIG", "SET", "shutdown-timeout", tc.value), tc.value)
+	}
+	require.Equal(t, `["shutdown-timeout" "10"]`, p.c.Do("CONFIG", "GET", "shutdown-timeout"), "a refused value changes nothing")
+}
+
+// held is a primary and its replica, the primary's stream to it held
+// back by a proxy with at least 8 MB of changes waiting in the primary's
+// own buffer: its socket holds at most 4 MB (tcp_wmem), the proxy's a
+// few KB (its SO_RCVBUF is pinned).
+type held struct {
+	p, r  *replNode
+	px    *streamProxy
+	keys  int    // keys written, every one admitted
+	last  string // the last key written
+	final int64  // the primary's master_repl_offset after the writes
+}
+
+func heldStream(t *testing.T) *held {
+	p, r := startRepl(t), startRepl(t)
+	px := newStreamProxy(t, p.s.Addr.String())
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(px.port())))
+	rltest.WaitLinkUp(t, r.c)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+
+	px.pause()
+	offset := func() int64 { return rltest.InfoInt(t, p.c, "replication", "master_repl_offset") }
+	from := offset()
+	pad := strings.Repeat("k", 900) // MaxKeyLen is 1 KB: each change is about 1 KB of stream
+	keys := 0
+	for offset()-from < 8<<20 {
+		require.Less(t, keys, 100_000, "the stream grows with the writes")
+		var cmds [][]string
+		for range 500 {
+			cmds = append(cmds, []string{"RL.FIXED", pad + strconv.Itoa(keys), "5", "1m"})
+			keys++
+		}
+		for i, got := range rltest.Pipeline(t, p.c, cmds) {
+			require.Regexp(t, `^\[0 5 4 -1 \d+\]$`, got, "write %d", i)
+		}
+	}
+	return &held{p: p, r: r, px: px, keys: keys, last: pad + strconv.Itoa(keys-1), final: offset()}
+}
+
+// stop stops the primary on a goroutine of its own and returns where
+// Close's result arrives.
+func (h *held) stop(t *testing.T) <-chan error {
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+		defer cancel()
+		closed <- h.p.s.Close(ctx)
+	}()
+	return closed
+}
+
+// stackCount counts the goroutines whose stacks have a frame of fn (its
+// frame, not its closures' or "created by" lines, with fn ending in "(").
+func stackCount(fn string) int {
+	buf := make([]byte, 4<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
+}
+
+// streamProxy passes a replica's connection on to its primary, and can
+// stop passing the primary's bytes on (pause). Its socket to the primary
+// has a small receive buffer pinned, so bytes the proxy does not read
+// stay in the primary's socket and buffers.
+type streamProxy struct {
+	t      *testing.T
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cond   *sync.Cond
+	paused bool
+}
+
+func newStreamProxy(t *testing.T, target string) *streamProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	px := &streamProxy{t: t, ln: ln, target: target}
+	px.cond = sync.NewCond(&px.mu)
+	t.Cleanup(func() { ln.Close(); px.resume() })
+	go px.serve()
+	return px
+}
+
+func (px *streamProxy) port() int { return px.ln.Addr().(*net.TCPAddr).Port }
+
+func (px *streamProxy) serve() {
+	for {
+		c, err := px.ln.Accept()
+		if err != nil {
+			return
+		}
+		d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+			return serr
+		}}
+		up, err := d.Dial("tcp", px.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		px.t.Cleanup(func() { c.Close(); up.Close() })
+		go func() { io.Copy(up, c); up.Close() }()
+		go func() { px.copyDown(c, up); c.Close() }()
+	}
+}
+
+// copyDown passes the primary's bytes on to the replica, except while
+// paused.
+func (px *streamProxy) copyDown(down, up net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		px.mu.Lock()
+		for px.paused {
+			px.cond.Wait()
+		}
+		px.mu.Unlock()
+		n, err := up.Read(buf)
+		if n > 0 {
+			if _, werr := down.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (px *streamProxy) pause() {
+	px.mu.Lock()
+	px.paused = true
+	px.mu.Unlock()
+}
+
+func (px *streamProxy) resume() {
+	px.mu.Lock()
+	px.paused = false
+	px.cond.Broadcast()
+	px.mu.Unlock()
+}
