@@ -1,15 +1,13 @@
+//go:build unix
+
 package server_test
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,7 +39,7 @@ func TestGracefulStopSendsEveryChange(t *testing.T) {
 		n := stackCount("replication.(*Manager).Drain(")
 		return n == 1, fmt.Sprintf("%d draining", n)
 	})
-	h.px.resume()
+	h.px.Resume()
 	if !ended {
 		select {
 		case closeErr = <-closed:
@@ -114,10 +112,10 @@ func TestShutdownTimeoutConfig(t *testing.T) {
 // held is a primary and its replica, the primary's stream to it held
 // back by a proxy with at least 8 MB of changes waiting in the primary's
 // own buffer: its socket holds at most 4 MB (tcp_wmem), the proxy's a
-// few KB (its SO_RCVBUF is pinned).
+// few KB.
 type held struct {
 	p, r  *replNode
-	px    *streamProxy
+	px    *rltest.StreamProxy
 	keys  int    // keys written, every one admitted
 	last  string // the last key written
 	final int64  // the primary's master_repl_offset after the writes
@@ -125,28 +123,13 @@ type held struct {
 
 func heldStream(t *testing.T) *held {
 	p, r := startRepl(t), startRepl(t)
-	px := newStreamProxy(t, p.s.Addr.String())
-	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(px.port())))
+	px := rltest.NewStreamProxy(t, p.s.Addr.String())
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(px.Port())))
 	rltest.WaitLinkUp(t, r.c)
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
-
-	px.pause()
-	offset := func() int64 { return rltest.InfoInt(t, p.c, "replication", "master_repl_offset") }
-	from := offset()
-	pad := strings.Repeat("k", 900) // MaxKeyLen is 1 KB: each change is about 1 KB of stream
-	keys := 0
-	for offset()-from < 8<<20 {
-		require.Less(t, keys, 100_000, "the stream grows with the writes")
-		var cmds [][]string
-		for range 500 {
-			cmds = append(cmds, []string{"RL.FIXED", pad + strconv.Itoa(keys), "5", "1m"})
-			keys++
-		}
-		for i, got := range rltest.Pipeline(t, p.c, cmds) {
-			require.Regexp(t, `^\[0 5 4 -1 \d+\]$`, got, "write %d", i)
-		}
-	}
-	return &held{p: p, r: r, px: px, keys: keys, last: pad + strconv.Itoa(keys-1), final: offset()}
+	px.Pause()
+	keys, last := rltest.GrowStream(t, p.c, 8<<20)
+	return &held{p: p, r: r, px: px, keys: keys, last: last, final: rltest.InfoInt(t, p.c, "replication", "master_repl_offset")}
 }
 
 // stop stops the primary on a goroutine of its own and returns where
@@ -166,86 +149,4 @@ func (h *held) stop(t *testing.T) <-chan error {
 func stackCount(fn string) int {
 	buf := make([]byte, 4<<20)
 	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
-}
-
-// streamProxy passes a replica's connection on to its primary, and can
-// stop passing the primary's bytes on (pause). Its socket to the primary
-// has a small receive buffer pinned, so bytes the proxy does not read
-// stay in the primary's socket and buffers.
-type streamProxy struct {
-	t      *testing.T
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cond   *sync.Cond
-	paused bool
-}
-
-func newStreamProxy(t *testing.T, target string) *streamProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	px := &streamProxy{t: t, ln: ln, target: target}
-	px.cond = sync.NewCond(&px.mu)
-	t.Cleanup(func() { ln.Close(); px.resume() })
-	go px.serve()
-	return px
-}
-
-func (px *streamProxy) port() int { return px.ln.Addr().(*net.TCPAddr).Port }
-
-func (px *streamProxy) serve() {
-	for {
-		c, err := px.ln.Accept()
-		if err != nil {
-			return
-		}
-		d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-			var serr error
-			rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-			return serr
-		}}
-		up, err := d.Dial("tcp", px.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		px.t.Cleanup(func() { c.Close(); up.Close() })
-		go func() { io.Copy(up, c); up.Close() }()
-		go func() { px.copyDown(c, up); c.Close() }()
-	}
-}
-
-// copyDown passes the primary's bytes on to the replica, except while
-// paused.
-func (px *streamProxy) copyDown(down, up net.Conn) {
-	buf := make([]byte, 64<<10)
-	for {
-		px.mu.Lock()
-		for px.paused {
-			px.cond.Wait()
-		}
-		px.mu.Unlock()
-		n, err := up.Read(buf)
-		if n > 0 {
-			if _, werr := down.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (px *streamProxy) pause() {
-	px.mu.Lock()
-	px.paused = true
-	px.mu.Unlock()
-}
-
-func (px *streamProxy) resume() {
-	px.mu.Lock()
-	px.paused = false
-	px.cond.Broadcast()
-	px.mu.Unlock()
 }
