@@ -12,16 +12,16 @@
 #      upper bound including one replica round trip, printed too), and the load's rate;
 #   3. full sync: the primary filled with KEYS keys (harness/fill.py), a replica started,
 #      the time until its link is up with every key (Redis: diskless sync, no delay).
-# Primaries pinned to SERVER_CPUS (rlserver with GOMAXPROCS=1), replicas and clients to
-# CLIENT_CPUS. Every throughput and lag run is framed by the noise gauge (on SERVER_CPUS, the
-# servers idle); the summary drops a run whose gauge strays more than GAUGE_TOL (0.10) from the
-# sitting's median and prints, for each cell, the runs kept. Prints CSV tables; raw files stay
-# under OUT.
+# Primaries pinned to SERVER_CPUS (rlserver with GOMAXPROCS=1), clients to CLIENT_CPUS, replicas
+# to REPLICA_CPUS (CLIENT_CPUS unless set). Every throughput and lag run is framed by the noise
+# gauge (on SERVER_CPUS, the servers idle); the summary drops a run whose gauge strays more than
+# GAUGE_TOL (0.10) from the sitting's median and prints, for each cell, the runs kept. Prints CSV
+# tables; raw files stay under OUT.
 #
 # Knobs (environment), defaults in brackets:
 #   ROUNDS [3]  DURATION [3]  SETTINGS ["50:16"]  LAG_SETTINGS ["50:16 50:1"] (c:P:rate paces)
 #   TESTS [gcra bucket]  KEYSPACE [100000]
-#   PROBES [2000]  KEYS [1000000]  SERVER_CPUS [0]  CLIENT_CPUS [1]
+#   PROBES [2000]  KEYS [1000000]  SERVER_CPUS [0]  CLIENT_CPUS [1]  REPLICA_CPUS [CLIENT_CPUS]
 #   RPORT [16379] RPORT2 [16380] PORT [7379] PORT2 [7380]  OUT [bench-results/replication-<date>]
 #   TARGETS ["redis rlserver"]  RLSERVER_BIN [] a built rlserver (default: build this checkout)
 # Needs Go, python3, taskset, Debian's redis-server and redis-tools.
@@ -42,6 +42,7 @@ N=${N:-}
 FLUSH=1
 SERVER_CPUS=${SERVER_CPUS-0}
 CLIENT_CPUS=${CLIENT_CPUS-1}
+REPLICA_CPUS=${REPLICA_CPUS-$CLIENT_CPUS}
 RPORT=${RPORT:-16379}
 RPORT2=${RPORT2:-16380}
 PORT=${PORT:-7379}
@@ -76,10 +77,10 @@ primary() {
 # replica TARGET: start a replica of the primary; sets R_PID and R_PORT.
 replica() {
   if [ "$1" = redis ]; then
-    start_redis "$RPORT2" "$CLIENT_CPUS" --replicaof "$HOST" "$RPORT"
+    start_redis "$RPORT2" "$REPLICA_CPUS" --replicaof "$HOST" "$RPORT"
     R_PID=$REDIS_PID R_PORT=$RPORT2
   else
-    start_rlserver "$PORT2" "$CLIENT_CPUS" 1 --save-interval 0 --replicaof "$HOST $PORT"
+    start_rlserver "$PORT2" "$REPLICA_CPUS" 1 --save-interval 0 --replicaof "$HOST $PORT"
     R_PID=$RL_PID R_PORT=$PORT2
   fi
 }
