@@ -94,6 +94,44 @@ func TestStopWithoutWaiting(t *testing.T) {
 	}
 }
 
+// TestStopWaitsAtMostShutdownTimeout: a replica that cannot acknowledge
+// (its stream held back by a proxy) holds a stop up for shutdown-timeout,
+// 1 s here, and no longer; a replica beside it that can still gets
+// every change. Without the bound the stop would wait until the stuck
+// replica's own 60 s timeout dropped its link, past the deadline here.
+func TestStopWaitsAtMostShutdownTimeout(t *testing.T) {
+	p, healthy, stuck := startRepl(t), startRepl(t), startRepl(t)
+	follow(t, healthy, p)
+	px := rltest.NewStreamProxy(t, p.s.Addr.String())
+	require.Equal(t, "+OK", stuck.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(px.Port())))
+	rltest.WaitLinkUp(t, stuck.c)
+	require.Equal(t, "2", p.c.Do("WAIT", "2", "10000"))
+	require.Equal(t, "+OK", p.c.Do("CONFIG", "SET", "shutdown-timeout", "1"))
+	px.Pause()
+	rltest.Exhaust(t, p.c, 0, 50)
+	want := rltest.View(t, p.c, 0, 50)
+	final := rltest.InfoInt(t, p.c, "replication", "master_repl_offset")
+
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+		defer cancel()
+		closed <- p.s.Close(ctx)
+	}()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // under the stuck replica's own 60 s timeout
+		t.Fatal("the stop waited past shutdown-timeout")
+	}
+	rltest.WaitFor(t, 10*time.Second, "the healthy replica's link down", func() (bool, string) {
+		s := rltest.Info(t, healthy.c, "replication")["master_link_status"]
+		return s == "down", s
+	})
+	require.GreaterOrEqual(t, rltest.InfoInt(t, healthy.c, "replication", "slave_repl_offset"), final)
+	rltest.RequireSame(t, want, rltest.View(t, healthy.c, 0, 50), "the healthy replica")
+}
+
 func TestShutdownTimeoutConfig(t *testing.T) {
 	p := startRepl(t)
 	require.Equal(t, `["shutdown-timeout" "10"]`, p.c.Do("CONFIG", "GET", "shutdown-timeout"))
