@@ -654,15 +654,23 @@ func (m *Manager) ackedLocked(target int64) int {
 }
 
 // waitAcks blocks until n replicas acknowledged target, timeout passes
-// (0: no limit), gone closes or the Manager stops, and returns how many
-// have.
+// (0: no limit), gone closes, the Manager stops or the node begins to
+// stop (EndWaits), and returns how many have.
 func (m *Manager) waitAcks(n int, target int64, timeout time.Duration, gone <-chan struct{}) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.awaitLocked(func() bool { return m.ackedLocked(target) >= n || m.stopping }, timeout, gone)
+	return m.ackedLocked(target)
+}
+
+// awaitLocked blocks until done holds, timeout passes (0: no limit),
+// gone closes or the Manager stops: WAIT's wait, and a stop's for its
+// replicas (Drain). Acks wake it (ackWaiters). m.mu must be held.
+func (m *Manager) awaitLocked(done func() bool, timeout time.Duration, gone <-chan struct{}) {
 	expired := false
 	if gone != nil {
 		stop := make(chan struct{})
-		defer close(stop) // before the unlock: the watcher then waits for m.mu, then sees nothing to do
+		defer close(stop) // before the caller's unlock: the watcher then waits for m.mu, then sees nothing to do
 		go func() {
 			select {
 			case <-gone:
@@ -685,11 +693,7 @@ func (m *Manager) waitAcks(n int, target int64, timeout time.Duration, gone <-ch
 	}
 	m.ackWaiters++
 	defer func() { m.ackWaiters-- }()
-	for {
-		k := m.ackedLocked(target)
-		if k >= n || expired || m.stopped || m.stopping {
-			return k
-		}
+	for !done() && !expired && !m.stopped {
 		m.cond.Wait()
 	}
 }
@@ -727,22 +731,8 @@ func (m *Manager) Drain(ctx context.Context, wait time.Duration) (caughtUp, lagg
 	defer m.mu.Unlock()
 	target := m.offset
 	behind := func() int { return m.countLocked(func(l *link) bool { return l.ack < target }) }
-	if wait > 0 && behind() > 0 {
-		ctx, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		expired := false
-		stop := context.AfterFunc(ctx, func() {
-			m.mu.Lock()
-			expired = true
-			m.cond.Broadcast()
-			m.mu.Unlock()
-		})
-		defer stop()
-		m.ackWaiters++ // an ack wakes the cond's waiters only while someone waits for acks
-		for behind() > 0 && !expired && !m.stopped {
-			m.cond.Wait()
-		}
-		m.ackWaiters--
+	if wait > 0 {
+		m.awaitLocked(func() bool { return behind() == 0 }, wait, ctx.Done())
 	}
 	lagging = behind()
 	return len(m.links) - lagging, lagging

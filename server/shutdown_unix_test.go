@@ -5,13 +5,12 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/rlserver/rlserver/server"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +25,7 @@ import (
 // changes, and the replica ends short of the primary's offset and keys.
 func TestGracefulStopSendsEveryChange(t *testing.T) {
 	h := heldStream(t)
-	closed := h.stop(t)
+	closed := closeAsync(h.p.s)
 	var closeErr error
 	ended := false
 	rltest.WaitFor(t, 30*time.Second, "the stop to wait for the replica's ack, or to end", func() (bool, string) {
@@ -50,10 +49,7 @@ func TestGracefulStopSendsEveryChange(t *testing.T) {
 	require.NoError(t, closeErr)
 
 	r := h.r
-	rltest.WaitFor(t, 10*time.Second, "the replica's link down", func() (bool, string) {
-		s := rltest.Info(t, r.c, "replication")["master_link_status"]
-		return s == "down", s
-	})
+	waitLinkDown(t, r)
 	got := rltest.InfoInt(t, r.c, "replication", "slave_repl_offset")
 	require.GreaterOrEqual(t, got, h.final, "the replica applied the whole stream (%d bytes short)", h.final-got)
 	require.Equal(t, strconv.Itoa(h.keys), r.c.Do("DBSIZE"), "every key the primary wrote")
@@ -83,13 +79,7 @@ func TestStopWithoutWaiting(t *testing.T) {
 				_, err := c.Read()
 				require.Error(t, err, "a successful SHUTDOWN sends no reply")
 			}
-			closed := h.stop(t)
-			select {
-			case err := <-closed:
-				require.NoError(t, err)
-			case <-time.After(30 * time.Second): // under the replica's own 60 s timeout, which would end a wait too
-				t.Fatal("the stop waited for the replica")
-			}
+			requireStops(t, closeAsync(h.p.s), "the stop waited for the replica")
 		})
 	}
 }
@@ -102,9 +92,7 @@ func TestStopWithoutWaiting(t *testing.T) {
 func TestStopWaitsAtMostShutdownTimeout(t *testing.T) {
 	p, healthy, stuck := startRepl(t), startRepl(t), startRepl(t)
 	follow(t, healthy, p)
-	px := rltest.NewStreamProxy(t, p.s.Addr.String())
-	require.Equal(t, "+OK", stuck.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(px.Port())))
-	rltest.WaitLinkUp(t, stuck.c)
+	px := followThrough(t, stuck, p)
 	require.Equal(t, "2", p.c.Do("WAIT", "2", "10000"))
 	require.Equal(t, "+OK", p.c.Do("CONFIG", "SET", "shutdown-timeout", "1"))
 	px.Pause()
@@ -112,22 +100,8 @@ func TestStopWaitsAtMostShutdownTimeout(t *testing.T) {
 	want := rltest.View(t, p.c, 0, 50)
 	final := rltest.InfoInt(t, p.c, "replication", "master_repl_offset")
 
-	closed := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
-		defer cancel()
-		closed <- p.s.Close(ctx)
-	}()
-	select {
-	case err := <-closed:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second): // under the stuck replica's own 60 s timeout
-		t.Fatal("the stop waited past shutdown-timeout")
-	}
-	rltest.WaitFor(t, 10*time.Second, "the healthy replica's link down", func() (bool, string) {
-		s := rltest.Info(t, healthy.c, "replication")["master_link_status"]
-		return s == "down", s
-	})
+	requireStops(t, closeAsync(p.s), "the stop waited past shutdown-timeout")
+	waitLinkDown(t, healthy)
 	require.GreaterOrEqual(t, rltest.InfoInt(t, healthy.c, "replication", "slave_repl_offset"), final)
 	rltest.RequireSame(t, want, rltest.View(t, healthy.c, 0, 50), "the healthy replica")
 }
@@ -161,30 +135,44 @@ type held struct {
 
 func heldStream(t *testing.T) *held {
 	p, r := startRepl(t), startRepl(t)
-	px := rltest.NewStreamProxy(t, p.s.Addr.String())
-	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(px.Port())))
-	rltest.WaitLinkUp(t, r.c)
+	px := followThrough(t, r, p)
 	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
 	px.Pause()
 	keys, last := rltest.GrowStream(t, p.c, 8<<20)
 	return &held{p: p, r: r, px: px, keys: keys, last: last, final: rltest.InfoInt(t, p.c, "replication", "master_repl_offset")}
 }
 
-// stop stops the primary on a goroutine of its own and returns where
-// Close's result arrives.
-func (h *held) stop(t *testing.T) <-chan error {
+// followThrough makes r a replica of p through a rltest.StreamProxy,
+// waits until its link is up, and returns the proxy.
+func followThrough(t *testing.T, r, p *replNode) *rltest.StreamProxy {
+	t.Helper()
+	px := rltest.NewStreamProxy(t, p.s.Addr.String())
+	require.Equal(t, "+OK", r.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(px.Port())))
+	rltest.WaitLinkUp(t, r.c)
+	return px
+}
+
+// closeAsync stops s on a goroutine of its own, with two hours for it,
+// and returns where Close's result arrives.
+func closeAsync(s *server.Server) <-chan error {
 	closed := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 		defer cancel()
-		closed <- h.p.s.Close(ctx)
+		closed <- s.Close(ctx)
 	}()
 	return closed
 }
 
-// stackCount counts the goroutines whose stacks have a frame of fn (its
-// frame, not its closures' or "created by" lines, with fn ending in "(").
-func stackCount(fn string) int {
-	buf := make([]byte, 4<<20)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
+// requireStops fails with why unless the stop whose result comes on
+// closed ends, without an error, within 30 s: under a replica's own 60 s
+// link timeout, which would end a wait for it too.
+func requireStops(t *testing.T, closed <-chan error, why string) {
+	t.Helper()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal(why)
+	}
 }
