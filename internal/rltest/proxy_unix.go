@@ -26,6 +26,8 @@ type StreamProxy struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	paused bool
+	conns  []net.Conn // both ends of every connection passed on, closed at the end
+	closed bool       // the test ended: a connection accepted now is closed at once
 }
 
 // NewStreamProxy listens on 127.0.0.1 and passes each connection on to
@@ -35,8 +37,17 @@ func NewStreamProxy(t testing.TB, target string) *StreamProxy {
 	require.NoError(t, err)
 	px := &StreamProxy{ln: ln, target: target}
 	px.cond = sync.NewCond(&px.mu)
-	t.Cleanup(func() { ln.Close(); px.Resume() })
-	go px.serve(t)
+	t.Cleanup(func() {
+		ln.Close()
+		px.mu.Lock()
+		px.paused, px.closed = false, true
+		px.cond.Broadcast()
+		for _, c := range px.conns {
+			c.Close()
+		}
+		px.mu.Unlock()
+	})
+	go px.serve()
 	return px
 }
 
@@ -46,7 +57,7 @@ func (px *StreamProxy) Addr() string { return px.ln.Addr().String() }
 // Port is the port the proxy listens on.
 func (px *StreamProxy) Port() int { return px.ln.Addr().(*net.TCPAddr).Port }
 
-func (px *StreamProxy) serve(t testing.TB) {
+func (px *StreamProxy) serve() {
 	for {
 		c, err := px.ln.Accept()
 		if err != nil {
@@ -62,7 +73,13 @@ func (px *StreamProxy) serve(t testing.TB) {
 			c.Close()
 			continue
 		}
-		t.Cleanup(func() { c.Close(); up.Close() })
+		px.mu.Lock()
+		if px.closed {
+			c.Close()
+			up.Close()
+		}
+		px.conns = append(px.conns, c, up)
+		px.mu.Unlock()
 		go func() { io.Copy(up, c); up.Close() }()
 		go func() { px.copyDown(c, up); c.Close() }()
 	}
