@@ -113,6 +113,7 @@ var redisCategories = map[string]string{
 	"acl|dryrun":              "@admin @slow @dangerous",
 	"acl|help":                "@slow",
 	"psync":                   "@admin @slow @dangerous",
+	"failover":                "@admin @slow @dangerous",
 	// Redis 7.2's.
 	"client|setinfo":  "@slow @connection",
 	"client|no-touch": "@slow @connection",

@@ -61,7 +61,9 @@ type Node interface {
 	ReplicaOf(s *Session, host string, port int) (already bool, err error)
 	ReplicaOfNoOne(s *Session) error
 	Role() Role
-	Psync(s *Session, replid string, offset int64) error
+	Psync(s *Session, replid string, offset int64, failover bool) error
+	// Failover is FAILOVER: it answers once the failover has begun.
+	Failover(s *Session, a FailoverArgs) error
 	Wait(s *Session, replicas int, timeout time.Duration) (now int, later func(gone <-chan struct{}) int, err error)
 	// Subscribe and Unsubscribe register the session as a subscriber of
 	// a channel (or pattern), or no longer; Publish delivers a message to

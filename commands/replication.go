@@ -125,7 +125,64 @@ func cmdPsync(x *Ctx) {
 		x.Error(ErrNotInteger)
 		return
 	}
-	if err := x.N.Psync(x.C, string(x.Args[1]), off); err != nil {
+	failover := len(x.Args) > 3 && strings.EqualFold(string(x.Args[3]), "failover")
+	if err := x.N.Psync(x.C, string(x.Args[1]), off, failover); err != nil {
 		x.Error(err)
 	}
+}
+
+// FailoverArgs is a FAILOVER call: [TO host port [FORCE]] [TIMEOUT ms],
+// or ABORT alone.
+type FailoverArgs struct {
+	Abort   bool
+	Host    string // "" without TO
+	Port    int
+	Timeout time.Duration // 0 without TIMEOUT
+	Force   bool
+}
+
+// cmdFailover parses FAILOVER as Redis 7.0's failoverCommand does: each
+// option once, in any order, and ABORT only alone.
+func cmdFailover(x *Ctx) {
+	var a FailoverArgs
+	args := x.Args[1:]
+	if len(args) == 1 && strings.EqualFold(string(args[0]), "abort") {
+		a.Abort = true
+		args = nil
+	}
+	to := false
+	for i := 0; i < len(args); i++ {
+		switch opt := string(args[i]); {
+		case strings.EqualFold(opt, "timeout") && i+1 < len(args) && a.Timeout == 0:
+			ms, ok := parseInt64(args[i+1])
+			if !ok {
+				x.Error(ErrNotInteger)
+				return
+			}
+			if ms <= 0 {
+				x.Error(ErrFailoverTimeout)
+				return
+			}
+			a.Timeout = time.Duration(min(ms, int64(1<<62)/int64(time.Millisecond))) * time.Millisecond
+			i++
+		case strings.EqualFold(opt, "to") && i+2 < len(args) && !to:
+			p, ok := parseInt64(args[i+2])
+			if !ok {
+				x.Error(ErrNotInteger)
+				return
+			}
+			to, a.Host, a.Port = true, string(args[i+1]), int(min(max(p, -1), 1<<20))
+			i += 2
+		case strings.EqualFold(opt, "force") && !a.Force:
+			a.Force = true
+		default:
+			x.Error(ErrSyntax)
+			return
+		}
+	}
+	if err := x.N.Failover(x.C, a); err != nil {
+		x.Error(err)
+		return
+	}
+	x.OK()
 }

@@ -212,6 +212,10 @@ func (s *Session) endMulti() (queue [][][]byte, aborted bool) {
 // normal) passes it by. Call it before the session is listed.
 func (s *Session) SetInternal() { s.internal = true }
 
+// Internal reports whether the session is a front's internal client
+// (SetInternal), which has no connection to park.
+func (s *Session) Internal() bool { return s.internal }
+
 // SetName names the connection (CLIENT SETNAME's effect).
 func (s *Session) SetName(n string) {
 	s.mu.Lock()

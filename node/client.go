@@ -32,8 +32,10 @@ type Client struct {
 	// looped: an event loop serves the client and pumps the replication
 	// stream at the end of each round (SetLooped).
 	looped bool
-	// seq counts Exec's entries and exits in cluster mode: odd while a
-	// command runs (Node.drain waits for it to move on).
+	// seq is odd while a command that drain waits for may run: Exec
+	// counts its keyed and write commands, and an event loop each batch
+	// of commands it reads (BeginBatch). Node.drain waits for it to move
+	// on.
 	seq atomic.Uint64
 	// handoff, once set (PSYNC), takes the connection over after the
 	// command's reply is written (TakeHandoff).
@@ -172,6 +174,15 @@ func (c *Client) SetStripe(loop int) { c.stripe = uint32(loop) % stripes }
 // replication pump to the loop instead of waking its goroutine. Call it
 // before the client's first command.
 func (c *Client) SetLooped() { c.looped = true }
+
+// BeginBatch and EndBatch bracket a batch of commands that an event loop
+// (SetLooped) runs on the client: one count for the batch instead of two
+// atomic adds a command (seq). Nothing in between may wait for another
+// client's commands.
+func (c *Client) BeginBatch() { c.seq.Add(1) }
+
+// EndBatch ends what BeginBatch began.
+func (c *Client) EndBatch() { c.seq.Add(1) }
 
 // Mark records that a new batch of commands has just been read, so the
 // first command's time excludes the wait for input. The connection calls

@@ -124,7 +124,8 @@ func (n *Node) ClusterHandOff(s *commands.Session, id string, slots *[cluster.Sl
 
 // drain waits until every command that was running when it was called,
 // on any client but self, has ended: each client's in-flight count moves
-// on from the odd value it had (Exec counts in cluster mode).
+// on from the odd value it had. Exec counts every keyed command in
+// cluster mode (a slot handoff's wait), else every write (a FAILOVER's).
 func (n *Node) drain(self int64) {
 	type busy struct {
 		c   *Client

@@ -16,19 +16,41 @@ import (
 // refused on a read-only node. Then it reads the clock once and runs the
 // handler.
 func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
+	for {
+		h := n.exec(c, args, w, true)
+		if h == nil {
+			return
+		}
+		// A write held by a FAILOVER, on a front's internal client,
+		// which has no connection to park: it waits here, where it no
+		// longer counts as running, then runs (or is held again).
+		<-h
+		c.Mark()
+	}
+}
+
+// exec is Exec. A write that a FAILOVER holds (mayHold) is parked on its
+// connection, to run when the failover ends; on an internal client exec
+// returns the channel that closes then, and the caller waits.
+func (n *Node) exec(c *Client, args [][]byte, w commands.Writer, mayHold bool) (held chan struct{}) {
 	if len(args) == 0 {
-		return
+		return nil
 	}
 	d := n.dispatch.cell(c.stripe)
 	d[nCommands].Add(1)
 	cmd, err := n.resolve(c, args)
 	dry := false // a replica's peek: answered, stored nowhere
-	if err == "" && n.cluster != nil && (cmd.FirstKey > 0 || cmd.Has(commands.FlagTxnControl)) {
-		// Odd from before the routing check until the command has run:
-		// a slot handoff waits for the commands routed before it
-		// (drain).
+	if err == "" && !c.looped && (cmd.FirstKey > 0 || cmd.Has(commands.FlagWrite|commands.FlagTxnControl)) {
+		// Odd from before the routing check and the check for held
+		// writes until the command has run: a slot handoff waits for
+		// the commands routed before it, a FAILOVER for the writes
+		// that began before it held them (drain). Counted before held
+		// is read, so that one of the two sees the other. An event
+		// loop counts a batch of commands at once (BeginBatch).
 		c.seq.Add(1)
 		defer c.seq.Add(1)
+	}
+	if err == "" && n.cluster != nil && (cmd.FirstKey > 0 || cmd.Has(commands.FlagTxnControl)) {
 		if err = n.route(c, cmd, args); err != "" && cmd.Name == "exec" {
 			c.DiscardMulti()
 		}
@@ -40,10 +62,22 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 		case c.InMulti() && cmd.Has(commands.FlagNoMulti):
 			err = commands.ErrNotInMulti
 		case cmd.Has(commands.FlagWrite): // refused at queue time too, as Redis does
-			if ro := n.readOnly.Load(); ro != nil {
-				if dry = cmd.Peek != nil && cmd.Peek(args); !dry {
-					err = *ro
-				}
+			ro, h := n.readOnly.Load(), n.held.Load()
+			if ro == nil && (h == nil || !mayHold) {
+				break
+			}
+			peek := cmd.Peek != nil && cmd.Peek(args)
+			switch {
+			case h != nil && mayHold && !c.InMulti() && !peek:
+				return n.hold(c, *h, args)
+			case ro != nil && peek:
+				dry = true
+			case ro != nil:
+				err = *ro
+			}
+		case cmd.Has(commands.FlagTxnControl):
+			if h := n.held.Load(); h != nil && mayHold && cmd.Name == "exec" && n.queuesWrite(c) {
+				return n.hold(c, *h, args)
 			}
 		}
 	}
@@ -54,12 +88,12 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 		}
 		c.RefusedInMulti()
 		w.Error(string(err))
-		return
+		return nil
 	}
 	if c.InMulti() && !cmd.Has(commands.FlagTxnControl) {
 		c.Enqueue(args)
 		w.Simple("QUEUED")
-		return
+		return nil
 	}
 	var now int64
 	if !cmd.Clockless {
@@ -75,9 +109,10 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 		c.Wrote()
 		n.run(c, cmd, args, w, now, st)
 		n.tellReplication(c)
-		return
+		return nil
 	}
 	n.run(c, cmd, args, w, now, st)
+	return nil
 }
 
 // RunQueued runs EXEC's queue for s's client as one atomic step: every

@@ -21,14 +21,17 @@ import (
 // cluster/, the same on a node in cluster mode deciding every slot (the
 // routing check's cost).
 func BenchmarkDispatch(b *testing.B) {
-	b.Run("standalone", func(b *testing.B) { benchDispatch(b, false) })
-	b.Run("cluster", func(b *testing.B) { benchDispatch(b, true) })
+	b.Run("standalone", func(b *testing.B) { benchDispatch(b, false, false) })
+	b.Run("cluster", func(b *testing.B) { benchDispatch(b, true, false) })
+	b.Run("loop", func(b *testing.B) { benchDispatch(b, false, true) })
 }
 
 // oneShard is a map of one primary deciding every slot.
 var oneShard = fmt.Sprintf("%s 127.0.0.1:7301@17301 master - 0 0 1 connected 0-16383\n", strings.Repeat("a", 40))
 
-func benchDispatch(b *testing.B, inCluster bool) {
+// benchDispatch runs the commands on one client; looped, as an event
+// loop serves it, in batches of 16 (a pipeline at P=16).
+func benchDispatch(b *testing.B, inCluster, looped bool) {
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -54,6 +57,17 @@ func benchDispatch(b *testing.B, inCluster bool) {
 			s.Exec(c, rltest.Argv("CL.THROTTLE", "user:123", "15", "30", "60"), rltest.Discard{})
 			b.ReportAllocs()
 			b.ResetTimer()
+			if looped {
+				c.SetLooped()
+				for i := 0; i < b.N; i += 16 {
+					c.BeginBatch()
+					for range min(16, b.N-i) {
+						s.Exec(c, args, rltest.Discard{})
+					}
+					c.EndBatch()
+				}
+				return
+			}
 			for i := 0; i < b.N; i++ {
 				s.Exec(c, args, rltest.Discard{})
 			}

@@ -61,6 +61,9 @@ type Node struct {
 	// readOnly, when set, is the error every write command gets (a
 	// replica's READONLY).
 	readOnly atomic.Pointer[commands.Error]
+	// held, while a FAILOVER runs, is closed when it ends: until then a
+	// write command waits (failover.go).
+	held atomic.Pointer[chan struct{}]
 
 	ps        pubsub // who listens to which channels and patterns
 	clientsMu sync.Mutex

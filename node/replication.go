@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"time"
@@ -75,13 +76,22 @@ func (n *Node) Role() commands.Role {
 }
 
 // Psync hands s's connection to replication after this command.
-func (n *Node) Psync(s *commands.Session, replid string, offset int64) error {
+func (n *Node) Psync(s *commands.Session, replid string, offset int64, failover bool) error {
 	if n.repl == nil {
 		return errNoReplication
 	}
 	c := n.clientOf(s)
 	if c == nil {
 		return errNoReplication
+	}
+	if failover { // its primary hands over (FAILOVER): take over, then serve it as a replica
+		switch err := n.repl.TakeOver(replid); {
+		case errors.Is(err, replication.ErrTakeOverOnPrimary):
+			return commands.ErrPsyncFailoverOnPrimary
+		case err != nil:
+			return commands.ErrPsyncFailoverReplID
+		}
+		n.setReplicaOf("", 0)
 	}
 	sync := replication.Sync{ReplID: replid, Offset: offset, Port: s.ReplPort, IP: s.ReplIP}
 	c.handoff = func(conn net.Conn, pending []byte) { n.repl.Serve(conn, pending, sync) }

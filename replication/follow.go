@@ -79,12 +79,16 @@ type upstream struct {
 	lastIO    time.Time // the last data from the primary
 	syncRead  int64     // bytes of the full sync read so far
 	onLoop    bool      // an event loop reads the stream (looped.go)
+	// failover, set for a primary that hands over (FAILOVER), hears
+	// whether the first PSYNC, sent with FAILOVER, was accepted. The
+	// link's goroutine reports once, and clears it.
+	failover chan<- error
 }
 
 // startFollowing starts the link's goroutine. m.mu must be held.
-func (m *Manager) startFollowing(host string, port int) *upstream {
+func (m *Manager) startFollowing(host string, port int, failover chan<- error) *upstream {
 	ctx, cancel := context.WithCancel(context.Background())
-	u := &upstream{m: m, host: host, port: port, cancel: cancel, state: stateConnect}
+	u := &upstream{m: m, host: host, port: port, cancel: cancel, state: stateConnect, failover: failover}
 	m.log.Info("following a primary", "host", host, "port", port)
 	go u.run(ctx)
 	return u
@@ -116,6 +120,9 @@ func (u *upstream) run(ctx context.Context) {
 	failed := 0 // syncs failed in a row
 	for ctx.Err() == nil {
 		err := u.session(ctx)
+		if u.failover != nil { // the handover failed before its PSYNC was answered
+			u.tellFailover(fmt.Errorf("link to the target: %w", err))
+		}
 		refused := errors.Is(err, errRefused)
 		u.m.mu.Lock()
 		switch {
@@ -153,6 +160,13 @@ func (u *upstream) run(ctx context.Context) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// tellFailover reports the handover's outcome (err nil: the target took
+// over), once.
+func (u *upstream) tellFailover(err error) {
+	u.failover <- err
+	u.failover = nil
 }
 
 // set changes the link's state unless it was stopped.
@@ -229,8 +243,20 @@ func (u *upstream) session(ctx context.Context) error {
 		replid, off = m.replid, m.offset+1
 	}
 	m.mu.Unlock()
-	if r, err = ask("PSYNC", replid, strconv.FormatInt(off, 10)); err != nil {
+	psync := []string{"PSYNC", replid, strconv.FormatInt(off, 10)}
+	if u.failover != nil {
+		psync = append(psync, "FAILOVER") // take over from me (Redis 6.2's)
+	}
+	if r, err = ask(psync...); err != nil {
 		return err
+	}
+	if u.failover != nil {
+		if strings.HasPrefix(r, "+") {
+			u.tellFailover(nil)
+		} else {
+			u.tellFailover(fmt.Errorf("PSYNC: %s", r))
+			return fmt.Errorf("PSYNC FAILOVER: %s", r)
+		}
 	}
 	switch f := strings.Fields(r); {
 	case len(f) == 3 && f[0] == "+FULLRESYNC":

@@ -81,7 +81,7 @@ func (m *Manager) Info(priority int) []Field {
 		add("slave"+strconv.Itoa(i), fmt.Sprintf("ip=%s,port=%d,state=%s,offset=%d,lag=%d",
 			l.ip, l.port, state, l.ack, lag))
 	}
-	add("master_failover_state", "no-failover")
+	add("master_failover_state", m.failoverStateLocked())
 	add("master_replid", m.replid)
 	add("master_replid2", m.replid2)
 	add("master_repl_offset", m.offset)

@@ -61,6 +61,9 @@ type Sync struct {
 // errNoMasterLink is Redis's answer to a PSYNC on a replica not in sync.
 var errNoMasterLink = errors.New("NOMASTERLINK Can't SYNC while not connected with my master")
 
+// errFailingOver is Redis's answer to a PSYNC while a FAILOVER runs.
+var errFailingOver = errors.New("NOMASTERLINK Can't SYNC while failing over")
+
 // Serve makes conn, whose PSYNC the dispatcher has read, a replica link:
 // it answers +FULLRESYNC (then the full sync) or +CONTINUE, and streams
 // until the link closes. pending holds the bytes already read from conn
@@ -195,6 +198,10 @@ func (m *Manager) attach(l *link, s Sync) (head string, snap []byte, err error) 
 	if m.up != nil && !m.up.synced() {
 		m.mu.Unlock()
 		return "", nil, errNoMasterLink
+	}
+	if m.fo != nil { // as Redis: no new replica while a failover chooses one
+		m.mu.Unlock()
+		return "", nil, errFailingOver
 	}
 	partial := m.bl != nil && s.ReplID != "?" &&
 		(s.ReplID == m.replid || (s.ReplID == m.replid2 && s.Offset <= m.second)) &&

@@ -200,6 +200,7 @@ type Manager struct {
 
 	writes    Writes    // as last told (Options.Writes)
 	lastCheck time.Time // when the good replicas were last counted
+	fo        *failover // the FAILOVER in progress, nil for none (failover.go)
 }
 
 // New returns a Manager for a primary; call Run to start it.
@@ -514,6 +515,13 @@ func (m *Manager) Follows(host string, port int) bool {
 // primary whether its history is a prefix of the new primary's; it
 // disconnects its replicas.
 func (m *Manager) ReplicaOf(host string, port int) (already bool) {
+	return m.replicaOf(host, port, nil)
+}
+
+// replicaOf is ReplicaOf. With result set (a failover), the link asks
+// its first PSYNC with FAILOVER, so that the replica at host:port takes
+// over, and reports on result whether it was accepted.
+func (m *Manager) replicaOf(host string, port int, result chan<- error) (already bool) {
 	m.apply.Lock() // the old link, if any, applies nothing after this
 	defer m.apply.Unlock()
 	m.serial.Lock()
@@ -543,7 +551,7 @@ func (m *Manager) ReplicaOf(host string, port int) (already bool) {
 			m.offset = m.lastState
 		}
 	}
-	m.up = m.startFollowing(host, port)
+	m.up = m.startFollowing(host, port, result)
 	m.setWritesLocked() // read-only from now: a write admitted after REPLICAOF would be lost to the sync
 	return false
 }

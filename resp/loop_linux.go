@@ -669,6 +669,8 @@ func (l *loop) handle(lc *lconn, events uint32) {
 	lim := srv.Limits()
 	lc.src.ready = true
 	lc.c.Mark()
+	lc.c.BeginBatch()
+	defer lc.c.EndBatch()
 	for first := true; ; first = false {
 		args, err := lc.rd.Next()
 		if err == errWouldBlock {

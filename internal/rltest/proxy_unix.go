@@ -85,16 +85,18 @@ func (px *StreamProxy) serve() {
 	}
 }
 
-// copyDown passes the server's bytes on, except while paused.
+// copyDown passes the server's bytes on, except while paused: a read's
+// bytes wait for Resume, so nothing the server sends after Pause returns
+// is passed on before.
 func (px *StreamProxy) copyDown(down, up net.Conn) {
 	buf := make([]byte, 64<<10)
 	for {
+		n, err := up.Read(buf)
 		px.mu.Lock()
 		for px.paused {
 			px.cond.Wait()
 		}
 		px.mu.Unlock()
-		n, err := up.Read(buf)
 		if n > 0 {
 			if _, werr := down.Write(buf[:n]); werr != nil {
 				return
@@ -106,8 +108,8 @@ func (px *StreamProxy) copyDown(down, up net.Conn) {
 	}
 }
 
-// Pause stops passing the server's bytes on (after at most the read in
-// progress, 64 KB).
+// Pause stops passing the server's bytes on: those it sends from now on
+// wait for Resume.
 func (px *StreamProxy) Pause() {
 	px.mu.Lock()
 	px.paused = true

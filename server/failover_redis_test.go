@@ -1,0 +1,103 @@
+//go:build unix
+
+package server_test
+
+import (
+	"net"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFailoverRefusalsAsRedis sends the same FAILOVER calls to Redis 7
+// (redis-server, a primary with a replica) and to rlserver, and requires
+// the same answers: the syntax, each option's checks, and the refusals
+// in Redis's order. None starts a failover (each is refused, or is an
+// ABORT with none running).
+func TestFailoverRefusalsAsRedis(t *testing.T) {
+	server := rltest.Tool(t, "redis-server")
+	rp, rr := startRedis(t, server), startRedis(t, server)
+	require.Equal(t, "+OK", rr.c.Do("REPLICAOF", "127.0.0.1", strconv.Itoa(rp.port)))
+	rltest.WaitLinkUp(t, rr.c)
+	p, r := startRepl(t), startRepl(t)
+	follow(t, r, p)
+
+	cases := [][]string{
+		{"FAILOVER", "ABORT"},
+		{"FAILOVER", "abort"},
+		{"FAILOVER", "ABORT", "TIMEOUT", "5"},
+		{"FAILOVER", "TIMEOUT", "0"},
+		{"FAILOVER", "TIMEOUT", "-1"},
+		{"FAILOVER", "TIMEOUT", "soon"},
+		{"FAILOVER", "TIMEOUT", "5", "TIMEOUT", "6"},
+		{"FAILOVER", "TIMEOUT"},
+		{"FAILOVER", "TO", "127.0.0.1"},
+		{"FAILOVER", "TO", "127.0.0.1", "port"},
+		{"FAILOVER", "TO", "127.0.0.1", "1", "TO", "127.0.0.1", "2"},
+		{"FAILOVER", "FORCE", "FORCE"},
+		{"FAILOVER", "BOGUS"},
+		{"FAILOVER", "FORCE"},
+		{"FAILOVER", "FORCE", "TIMEOUT", "100"},
+		{"FAILOVER", "TO", "127.0.0.1", "1", "FORCE"},
+		{"FAILOVER", "TO", "127.0.0.1", "1"},
+		{"FAILOVER", "TO", "localhost", "<replica>"},
+		{"FAILOVER", "TO", "127.0.0.1", "1", "TIMEOUT", "100", "FORCE"},
+	}
+	onReplica := [][]string{
+		{"FAILOVER"},
+		{"FAILOVER", "TO", "127.0.0.1", "1"},
+		{"FAILOVER", "FORCE"},
+		{"FAILOVER", "ABORT"},
+		{"FAILOVER", "TIMEOUT", "0"},
+	}
+	for _, tc := range []struct {
+		name      string
+		redis, rl *replNode
+		cases     [][]string
+	}{
+		{"a primary", rp, p, cases},
+		{"a replica", rr, r, onReplica},
+	} {
+		for _, args := range tc.cases {
+			want := tc.redis.c.Do(slicesReplace(args, "<replica>", strconv.Itoa(rr.port))...)
+			got := tc.rl.c.Do(slicesReplace(args, "<replica>", strconv.Itoa(r.port))...)
+			require.Equal(t, want, got, "%s: %q", tc.name, args)
+		}
+	}
+	require.Equal(t, "no-failover", rltest.Info(t, p.c, "replication")["master_failover_state"])
+
+	alone, ralone := startRepl(t), startRedis(t, server)
+	for _, args := range [][]string{{"FAILOVER"}, {"FAILOVER", "FORCE"}, {"FAILOVER", "TO", "127.0.0.1", "1"}} {
+		require.Equal(t, ralone.c.Do(args...), alone.c.Do(args...), "without replicas: %q", args)
+	}
+}
+
+// startRedis runs redis-server on a free loopback port, in memory only,
+// and stops it when the test ends.
+func startRedis(t *testing.T, bin string) *replNode {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--repl-diskless-sync-delay", "0")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	rltest.WaitFor(t, 10*time.Second, "redis-server to listen", func() (bool, string) {
+		nc, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		nc.Close()
+		return true, ""
+	})
+	return &replNode{c: rltest.Dial(t, "127.0.0.1:"+strconv.Itoa(port)), port: port}
+}
