@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+
 	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/commands"
@@ -16,15 +18,25 @@ import (
 // refused on a read-only node. Then it reads the clock once and runs the
 // handler.
 func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
+	_ = n.ExecContext(context.Background(), c, args, w)
+}
+
+// ExecContext is Exec for a front's internal client, which has no
+// connection to park: a write held by a FAILOVER waits here, where it no
+// longer counts as running, until the failover ends, and then runs (or
+// is held again). If ctx ends first, the write never runs and ExecContext
+// returns ctx's error.
+func (n *Node) ExecContext(ctx context.Context, c *Client, args [][]byte, w commands.Writer) error {
 	for {
 		h := n.exec(c, args, w, true)
 		if h == nil {
-			return
+			return nil
 		}
-		// A write held by a FAILOVER, on a front's internal client,
-		// which has no connection to park: it waits here, where it no
-		// longer counts as running, then runs (or is held again).
-		<-h
+		select {
+		case <-h:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		c.Mark()
 	}
 }

@@ -13,8 +13,9 @@ import (
 // when it ends: refused as a replica's, or run on the primary again if
 // the failover was aborted.
 
-// Failover starts a FAILOVER (commands.FailoverArgs) and answers at once;
-// Abort is FAILOVER ABORT.
+// Failover starts a FAILOVER (commands.FailoverArgs), or ends one (ABORT),
+// and answers at once. Inside EXEC too: the failover waits for EXEC's end
+// (drain), and the transaction's writes after it run, as one unit.
 func (n *Node) Failover(s *commands.Session, a commands.FailoverArgs) error {
 	if n.cluster != nil {
 		return commands.ErrFailoverCluster
@@ -26,9 +27,6 @@ func (n *Node) Failover(s *commands.Session, a commands.FailoverArgs) error {
 		if err := n.repl.AbortFailover(); err != nil {
 			return commands.ErrFailoverNone
 		}
-		return nil
-	}
-	if n.deferInExec(s, func() { n.Failover(nil, a) }) {
 		return nil
 	}
 	err := n.repl.Failover(replication.FailoverOptions{

@@ -14,6 +14,8 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TestFailoverHoldsRequests: a FAILOVER holds the front's requests as it
@@ -49,8 +51,18 @@ func TestFailoverHoldsRequests(t *testing.T) {
 			}()
 			if abort {
 				// The request is held before ABORT: its worker waits
-				// for the hold's end in Exec.
+				// for the hold's end in ExecContext.
 				rltest.WaitFor(t, 30*time.Second, "the front's request to be held", func() (bool, string) {
+					n := heldWorkers()
+					return n == 1, strconv.Itoa(n)
+				})
+				// A request whose deadline passes while it is held
+				// ends with it, and never runs.
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				_, err := p.rls.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api", Descriptors: []*rlv3.RateLimitDescriptor{desc("user", "g")}})
+				cancel()
+				require.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
+				rltest.WaitFor(t, 30*time.Second, "the expired request's worker to let go", func() (bool, string) {
 					n := heldWorkers()
 					return n == 1, strconv.Itoa(n)
 				})
@@ -68,6 +80,11 @@ func TestFailoverHoldsRequests(t *testing.T) {
 				require.NoError(t, a.err)
 				require.Equal(t, "OK", a.r.OverallCode.String(), "decided by the primary once the failover was aborted")
 				require.Equal(t, "OVER_LIMIT", p.should(t, "api", desc("user", "f")).OverallCode.String(), "it was charged")
+				require.Equal(t, []string{"OK", "OK", "OVER_LIMIT"}, []string{
+					p.should(t, "api", desc("user", "g")).OverallCode.String(),
+					p.should(t, "api", desc("user", "g")).OverallCode.String(),
+					p.should(t, "api", desc("user", "g")).OverallCode.String(),
+				}, "the expired request charged nothing")
 				return
 			}
 			require.ErrorContains(t, a.err, "READONLY", "held until the primary had become a replica")
@@ -82,12 +99,12 @@ func TestFailoverHoldsRequests(t *testing.T) {
 }
 
 // heldWorkers counts the goroutines waiting for a FAILOVER's hold to end
-// in node.Exec: a front's worker whose write is held.
+// in node.ExecContext: a front's worker whose write is held.
 func heldWorkers() int {
 	buf := make([]byte, 4<<20)
 	n := 0
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "[chan receive") && strings.Contains(g, "node.(*Node).Exec(") {
+		if strings.Contains(g, "[select") && strings.Contains(g, "node.(*Node).ExecContext(") {
 			n++
 		}
 	}

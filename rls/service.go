@@ -323,7 +323,9 @@ func (s *Service) releaseLeases(ctx context.Context, w *worker, key []byte, n ui
 	for range min(n, maxRelease) {
 		w.c.Mark()
 		w.rec.reset()
-		s.n.Exec(w.c, argv, &w.rec)
+		if err := s.n.ExecContext(ctx, w.c, argv, &w.rec); err != nil {
+			return status.FromContextError(err).Err() // held by a FAILOVER past the caller's deadline
+		}
 		msg := w.rec.err
 		if addr, ok := movedTo(msg); ok {
 			v, err := s.forward.client(addr).Do(ctx, "RL.RELEASE", string(key), "ANY").Int64()
@@ -354,7 +356,9 @@ const maxRelease = 1 << 16
 func (s *Service) exec(ctx context.Context, w *worker) ([]result, error) {
 	w.c.Mark()
 	w.rec.reset()
-	s.n.Exec(w.c, w.argv, &w.rec)
+	if err := s.n.ExecContext(ctx, w.c, w.argv, &w.rec); err != nil {
+		return nil, status.FromContextError(err).Err() // held by a FAILOVER past the caller's deadline
+	}
 	msg := w.rec.err
 	if msg == "" {
 		var err error

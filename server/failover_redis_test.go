@@ -71,7 +71,8 @@ func TestFailoverRefusalsAsRedis(t *testing.T) {
 	require.Equal(t, "no-failover", rltest.Info(t, p.c, "replication")["master_failover_state"])
 
 	alone, ralone := startRepl(t), startRedis(t, server)
-	for _, args := range [][]string{{"FAILOVER"}, {"FAILOVER", "FORCE"}, {"FAILOVER", "TO", "127.0.0.1", "1"}} {
+	for _, args := range [][]string{{"FAILOVER"}, {"FAILOVER", "FORCE"}, {"FAILOVER", "TO", "127.0.0.1", "1"},
+		{"MULTI"}, {"FAILOVER"}, {"FAILOVER", "ABORT"}, {"EXEC"}} {
 		require.Equal(t, ralone.c.Do(args...), alone.c.Do(args...), "without replicas: %q", args)
 	}
 }
