@@ -83,6 +83,7 @@ type upstream struct {
 	// whether the first PSYNC, sent with FAILOVER, was accepted. The
 	// link's goroutine reports once, and clears it.
 	failover chan<- error
+	tookOver bool // the target accepted the handover (failover's PSYNC)
 }
 
 // startFollowing starts the link's goroutine. m.mu must be held.
@@ -119,10 +120,16 @@ func (u *upstream) synced() bool { return u.state == stateConnected }
 func (u *upstream) run(ctx context.Context) {
 	failed := 0 // syncs failed in a row
 	for ctx.Err() == nil {
+		handover := u.failover != nil
 		err := u.session(ctx)
 		if u.failover != nil { // the handover failed before its PSYNC was answered
 			u.tellFailover(fmt.Errorf("link to the target: %w", err))
 		}
+		// A handover the target did not take: the failover makes the
+		// node a primary again. The link must not ask again without
+		// FAILOVER: a target that refused may be another primary,
+		// whose full sync would replace every limit here.
+		abandoned := handover && !u.tookOver
 		refused := errors.Is(err, errRefused)
 		u.m.mu.Lock()
 		switch {
@@ -142,7 +149,7 @@ func (u *upstream) run(ctx context.Context) {
 		u.conn = nil
 		u.state = stateConnect
 		u.m.mu.Unlock()
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || abandoned {
 			return
 		}
 		wait := u.m.retryAfter(failed)
@@ -252,6 +259,7 @@ func (u *upstream) session(ctx context.Context) error {
 	}
 	if u.failover != nil {
 		if strings.HasPrefix(r, "+") {
+			u.tookOver = true
 			u.tellFailover(nil)
 		} else {
 			u.tellFailover(fmt.Errorf("PSYNC: %s", r))
