@@ -18,7 +18,9 @@ import (
 // refused on a read-only node. Then it reads the clock once and runs the
 // handler.
 func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
-	_ = n.ExecContext(context.Background(), c, args, w)
+	if h := n.exec(c, args, w, true); h != nil {
+		_ = n.execHeld(context.Background(), c, args, w, h)
+	}
 }
 
 // ExecContext is Exec for a front's internal client, which has no
@@ -27,18 +29,25 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 // is held again). If ctx ends first, the write never runs and ExecContext
 // returns ctx's error.
 func (n *Node) ExecContext(ctx context.Context, c *Client, args [][]byte, w commands.Writer) error {
-	for {
-		h := n.exec(c, args, w, true)
-		if h == nil {
-			return nil
-		}
+	if h := n.exec(c, args, w, true); h != nil {
+		return n.execHeld(ctx, c, args, w, h)
+	}
+	return nil
+}
+
+// execHeld waits for the end of the hold h (or ctx's), then runs the
+// command again, as often as it is held.
+func (n *Node) execHeld(ctx context.Context, c *Client, args [][]byte, w commands.Writer, h chan struct{}) error {
+	for h != nil {
 		select {
 		case <-h:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 		c.Mark()
+		h = n.exec(c, args, w, true)
 	}
+	return nil
 }
 
 // exec is Exec. A write that a FAILOVER holds (mayHold) is parked on its
@@ -52,7 +61,7 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer, mayHold bool) (
 	d[nCommands].Add(1)
 	cmd, err := n.resolve(c, args)
 	dry := false // a replica's peek: answered, stored nowhere
-	if err == "" && !c.looped && (cmd.FirstKey > 0 || cmd.Has(commands.FlagWrite|commands.FlagTxnControl)) {
+	if err == "" && !c.looped && (n.cluster != nil && cmd.FirstKey > 0 || cmd.Has(commands.FlagWrite|commands.FlagTxnControl)) {
 		// Odd from before the routing check and the check for held
 		// writes until the command has run: a slot handoff waits for
 		// the commands routed before it, a FAILOVER for the writes
