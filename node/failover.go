@@ -29,15 +29,16 @@ func (n *Node) Failover(s *commands.Session, a commands.FailoverArgs) error {
 		}
 		return nil
 	}
+	h := make(chan struct{}) // this failover's hold
 	err := n.repl.Failover(replication.FailoverOptions{
 		Host: a.Host, Port: a.Port, Timeout: a.Timeout, Force: a.Force,
-		Hold:   n.holdWrites,
+		Hold:   func() { n.held.Store(&h) },
 		Settle: func() { n.drain(-1) },
 		End: func(followed bool, host string, port int) {
 			if followed {
 				n.setReplicaOf(host, port)
 			}
-			n.resumeWrites()
+			n.resumeWrites(&h)
 		},
 	})
 	switch {
@@ -59,18 +60,12 @@ func (n *Node) Failover(s *commands.Session, a commands.FailoverArgs) error {
 	return commands.Error("ERR " + err.Error())
 }
 
-// holdWrites makes write commands wait from now until resumeWrites.
-func (n *Node) holdWrites() {
-	h := make(chan struct{})
-	n.held.Store(&h)
-}
-
-// resumeWrites lets the held writes run. held is cleared before the
-// channel closes, so a write that wakes finds no hold, or a later one.
-func (n *Node) resumeWrites() {
-	if h := n.held.Swap(nil); h != nil {
-		close(*h)
-	}
+// resumeWrites ends the hold h: the writes it held run. held is cleared
+// first (unless a later failover's hold is in force already), so a write
+// that wakes finds no hold, or the later one.
+func (n *Node) resumeWrites(h *chan struct{}) {
+	n.held.CompareAndSwap(h, nil)
+	close(*h)
 }
 
 // hold keeps a write command for the end of the failover that holds

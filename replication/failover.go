@@ -117,7 +117,7 @@ func (m *Manager) Failover(o FailoverOptions) error {
 func (m *Manager) AbortFailover() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.fo == nil || m.fo.aborted {
+	if m.fo == nil || m.fo.aborted || m.fo.state == failoverNone {
 		return ErrNoFailover
 	}
 	m.fo.aborted = true
@@ -158,7 +158,13 @@ func (m *Manager) runFailover(f *failover) {
 	select {
 	case err = <-result:
 	case <-f.abort:
-		err = errors.New("failover manually aborted")
+		select {
+		case err = <-result: // the target answered first: its answer decides
+		default:
+			// As Redis's: the node is a primary again. A target that
+			// accepts the PSYNC still in flight is one too.
+			err = errors.New("failover manually aborted")
+		}
 	}
 	if err != nil {
 		// As Redis's abortFailover: a primary again, with a new id (its
@@ -234,10 +240,13 @@ func (m *Manager) caughtUpLocked(host string, port int) *link {
 	return nil
 }
 
-// endFailover clears the failover and tells the node (End).
+// endFailover tells the node (End), then clears the failover. INFO says
+// no-failover before End, so a held write answered after it finds it
+// so, as in Redis; a new FAILOVER is refused until this one's held
+// writes have been let go.
 func (m *Manager) endFailover(f *failover, followed bool, host string, port int, why string) {
 	m.mu.Lock()
-	m.fo = nil
+	f.state = failoverNone
 	m.mu.Unlock()
 	if followed {
 		m.log.Info("failover done: following the new primary", "host", host, "port", port)
@@ -245,6 +254,9 @@ func (m *Manager) endFailover(f *failover, followed bool, host string, port int,
 		m.log.Warn("failover aborted", "reason", why)
 	}
 	f.o.End(followed, host, port)
+	m.mu.Lock()
+	m.fo = nil
+	m.mu.Unlock()
 }
 
 // Reasons a replica refuses to take over (PSYNC ... FAILOVER).
