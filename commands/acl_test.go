@@ -24,6 +24,8 @@ var redisCategories = map[string]string{
 	"client|list":             "@admin @slow @dangerous @connection",
 	"client|info":             "@slow @connection",
 	"client|kill":             "@admin @slow @dangerous @connection",
+	"client|pause":            "@admin @slow @dangerous @connection",
+	"client|unpause":          "@admin @slow @dangerous @connection",
 	"client|no-evict":         "@admin @slow @dangerous @connection",
 	"client|help":             "@slow @connection",
 	"del":                     "@keyspace @write @slow",

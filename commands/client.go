@@ -285,11 +285,53 @@ func kill(sessions []*Session, f killFilter, self *Session) int {
 	return n
 }
 
+// cmdClientPause is CLIENT PAUSE timeout [WRITE|ALL], Redis 7.0's
+// checks in its order: the count, the mode, then the timeout (ms).
+func cmdClientPause(x *Ctx) {
+	if len(x.Args) > 4 {
+		x.Error(ErrSubcommandSyntax(x.Args[1], "client"))
+		return
+	}
+	all := true
+	if len(x.Args) == 4 {
+		switch m := string(x.Args[3]); {
+		case strings.EqualFold(m, "write"):
+			all = false
+		case strings.EqualFold(m, "all"):
+		default:
+			x.Error(ErrPauseMode)
+			return
+		}
+	}
+	ms, ok := parseInt64(x.Args[2])
+	switch {
+	case !ok:
+		x.Error(ErrTimeoutInt)
+		return
+	case ms < 0:
+		x.Error(ErrTimeoutNeg)
+		return
+	}
+	x.N.Pause(time.Duration(min(ms, maxPauseMs))*time.Millisecond, all)
+	x.OK()
+}
+
+// maxPauseMs bounds a pause, in ms, to some 292 years: Redis takes any
+// timeout, and a longer one would overflow a time.Duration.
+const maxPauseMs = int64(1<<63-1) / int64(time.Millisecond)
+
+// cmdClientUnpause is CLIENT UNPAUSE.
+func cmdClientUnpause(x *Ctx) {
+	x.N.Unpause()
+	x.OK()
+}
+
 func cmdClientHelp(x *Ctx) {
 	lines := []string{
 		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID id ...]", "KILL <ip:port> | KILL <filter> <value> ...",
-		"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)", "HELP",
+		"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)",
+		"PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "HELP",
 	}
 	writeHelp(x, lines)
 }

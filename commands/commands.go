@@ -39,6 +39,8 @@ func NewTable() Table {
 			{Name: "setinfo", Arity: 4, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Sets information specific to the client.", Run: cmdClientSetInfo},
 			{Name: "no-evict", Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Accepted for compatibility; rlserver never evicts.", Run: cmdClientOnOff},
 			{Name: "no-touch", Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Accepted for compatibility; rlserver keeps no access times.", Run: cmdClientOnOff},
+			{Name: "pause", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Holds the write commands, or every command, for some milliseconds.", Run: cmdClientPause},
+			{Name: "unpause", Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Ends CLIENT PAUSE: the held commands run.", Run: cmdClientUnpause},
 			{Name: "help", Arity: 2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdClientHelp},
 		})},
 		// keys

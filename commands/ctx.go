@@ -64,6 +64,10 @@ type Node interface {
 	Psync(s *Session, replid string, offset int64, failover bool) error
 	// Failover is FAILOVER: it answers once the failover has begun.
 	Failover(s *Session, a FailoverArgs) error
+	// Pause is CLIENT PAUSE (all: every command, else the writes, for
+	// d); Unpause is CLIENT UNPAUSE.
+	Pause(d time.Duration, all bool)
+	Unpause()
 	Wait(s *Session, replicas int, timeout time.Duration) (now int, later func(gone <-chan struct{}) int, err error)
 	// Subscribe and Unsubscribe register the session as a subscriber of
 	// a channel (or pattern), or no longer; Publish delivers a message to

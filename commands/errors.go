@@ -59,6 +59,7 @@ const (
 	ErrNoReplicas Error = "NOREPLICAS Not enough good replicas to write."
 	// Replication (docs/replication.md).
 	ErrWaitOnReplica Error = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
+	ErrPauseMode     Error = "ERR CLIENT PAUSE mode must be WRITE or ALL"
 	ErrTimeoutNeg    Error = "ERR timeout is negative"
 	ErrTimeoutInt    Error = "ERR timeout is not an integer or out of range"
 	ErrMasterPort    Error = "ERR Invalid master port"

@@ -24,10 +24,10 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 }
 
 // ExecContext is Exec for a front's internal client, which has no
-// connection to park: a write held by a FAILOVER waits here, where it no
-// longer counts as running, until the failover ends, and then runs (or
-// is held again). If ctx ends first, the write never runs and ExecContext
-// returns ctx's error.
+// connection to park: a command held by a FAILOVER or CLIENT PAUSE
+// (hold.go) waits here, where it no longer counts as running, until the
+// hold ends, and then runs (or is held again). If ctx ends first, the
+// command never runs and ExecContext returns ctx's error.
 func (n *Node) ExecContext(ctx context.Context, c *Client, args [][]byte, w commands.Writer) error {
 	if h := n.exec(c, args, w, true); h != nil {
 		return n.execHeld(ctx, c, args, w, h)
@@ -50,9 +50,10 @@ func (n *Node) execHeld(ctx context.Context, c *Client, args [][]byte, w command
 	return nil
 }
 
-// exec is Exec. A write that a FAILOVER holds (mayHold) is parked on its
-// connection, to run when the failover ends; on an internal client exec
-// returns the channel that closes then, and the caller waits.
+// exec is Exec. A command that a hold holds (mayHold; hold.go) is parked
+// on its connection, to run when the hold ends; on an internal client
+// exec returns the channel that closes when the hold ends or changes, and
+// the caller waits.
 func (n *Node) exec(c *Client, args [][]byte, w commands.Writer, mayHold bool) (held chan struct{}) {
 	if len(args) == 0 {
 		return nil
@@ -77,28 +78,34 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer, mayHold bool) (
 		}
 	}
 	if err == "" {
+		h := n.held.Load()
+		if !mayHold {
+			h = nil
+		}
 		var refused bool
 		switch err, refused = c.SubscribedRefuses(cmd.Name); {
+		case h != nil && h.all: // CLIENT PAUSE ALL: every command waits
+			return n.park(c, h, cmd.Has(commands.FlagWrite), args)
 		case refused:
 		case c.InMulti() && cmd.Has(commands.FlagNoMulti):
 			err = commands.ErrNotInMulti
 		case cmd.Has(commands.FlagWrite): // refused at queue time too, as Redis does
-			ro, h := n.readOnly.Load(), n.held.Load()
-			if ro == nil && (h == nil || !mayHold) {
+			ro := n.readOnly.Load()
+			if ro == nil && h == nil {
 				break
 			}
 			peek := cmd.Peek != nil && cmd.Peek(args)
 			switch {
-			case h != nil && mayHold && !c.InMulti() && !peek:
-				return n.hold(c, *h, args)
+			case h != nil && !c.InMulti() && !peek:
+				return n.park(c, h, true, args)
 			case ro != nil && peek:
 				dry = true
 			case ro != nil:
 				err = *ro
 			}
 		case cmd.Has(commands.FlagTxnControl):
-			if h := n.held.Load(); h != nil && mayHold && cmd.Name == "exec" && n.queuesWrite(c) {
-				return n.hold(c, *h, args)
+			if h != nil && cmd.Name == "exec" && n.queuesWrite(c) {
+				return n.park(c, h, true, args)
 			}
 		}
 	}

@@ -61,9 +61,11 @@ type Node struct {
 	// readOnly, when set, is the error every write command gets (a
 	// replica's READONLY).
 	readOnly atomic.Pointer[commands.Error]
-	// held, while a FAILOVER runs, is closed when it ends: until then a
-	// write command waits (failover.go).
-	held atomic.Pointer[chan struct{}]
+	// held is the hold in force, nil for none: while a FAILOVER runs or
+	// a CLIENT PAUSE lasts, the commands it holds wait (hold.go).
+	held   atomic.Pointer[hold]
+	holdMu sync.Mutex
+	holds  holds
 
 	ps        pubsub // who listens to which channels and patterns
 	clientsMu sync.Mutex

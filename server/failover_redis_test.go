@@ -102,3 +102,26 @@ func startRedis(t *testing.T, bin string) *replNode {
 	})
 	return &replNode{c: rltest.Dial(t, "127.0.0.1:"+strconv.Itoa(port)), port: port}
 }
+
+// TestClientPauseAsRedis: CLIENT PAUSE's and UNPAUSE's checks answer as
+// Redis 7.0's, in its order. The pauses that pass are 1 ms long.
+func TestClientPauseAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	for _, args := range [][]string{
+		{"CLIENT", "PAUSE"},
+		{"CLIENT", "PAUSE", "abc"},
+		{"CLIENT", "PAUSE", "-1"},
+		{"CLIENT", "PAUSE", "abc", "bogus"},
+		{"CLIENT", "PAUSE", "-1", "bogus"},
+		{"CLIENT", "PAUSE", "10", "bogus", "x"},
+		{"CLIENT", "PAUSE", "abc", "x", "y"},
+		{"CLIENT", "PAUSE", "1", "write"},
+		{"CLIENT", "PAUSE", "1", "ALL"},
+		{"CLIENT", "PAUSE", "1"},
+		{"CLIENT", "UNPAUSE"},
+		{"CLIENT", "UNPAUSE", "x"},
+	} {
+		require.Equal(t, rd.c.Do(args...), p.c.Do(args...), "%q", args)
+	}
+}

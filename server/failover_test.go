@@ -241,3 +241,51 @@ func TestPsyncFailoverRefusals(t *testing.T) {
 	require.Equal(t, "-ERR FAILOVER is not valid when server is a replica.", r.c.Do("FAILOVER"))
 	require.Equal(t, "-ERR FAILOVER target HOST and PORT is not a replica.", p.c.Do("FAILOVER", "TO", "localhost", strconv.Itoa(r.port)))
 }
+
+// TestPauseAndFailoverHoldApart: CLIENT PAUSE and FAILOVER hold writes
+// each for itself, as Redis's pause purposes do. CLIENT UNPAUSE during a
+// failover leaves its hold, and a failover that ends leaves a pause's: a
+// write sent after either end is still held, until the other ends too.
+func TestPauseAndFailoverHoldApart(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	px := followThrough(t, r, p)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	px.Pause() // the failover cannot end before ABORT
+	addr := p.s.Addr.String()
+	write := func() *rltest.Conn {
+		c := rltest.Dial(t, addr)
+		c.Send(rltest.Encode("RL.FIXED", "k", "5", "1m"))
+		return c
+	}
+	admitted := func(c *rltest.Conn) {
+		t.Helper()
+		got, err := c.Read()
+		require.NoError(t, err)
+		require.Regexp(t, `^\[0 5 [0-4] -1 \d+\]$`, got)
+	}
+
+	require.Equal(t, "+OK", p.c.Do("FAILOVER"))
+	require.Equal(t, "+OK", p.c.Do("CLIENT", "PAUSE", "3600000", "WRITE"))
+	require.Equal(t, "+OK", p.c.Do("CLIENT", "UNPAUSE"))
+	a := write()
+	parked(t, 1) // the failover's hold is still in force
+	require.Equal(t, "+OK", p.c.Do("FAILOVER", "ABORT"))
+	admitted(a)
+	parked(t, 0)
+
+	require.Equal(t, "+OK", p.c.Do("CLIENT", "PAUSE", "3600000", "WRITE"))
+	require.Equal(t, "+OK", p.c.Do("FAILOVER"))
+	b := write()
+	parked(t, 1)
+	require.Equal(t, "+OK", p.c.Do("FAILOVER", "ABORT"))
+	rltest.WaitFor(t, 30*time.Second, "the failover's end", func() (bool, string) {
+		s := rltest.Info(t, p.c, "replication")["master_failover_state"]
+		return s == "no-failover", s
+	})
+	c := write()
+	parked(t, 2) // the pause's hold is still in force
+	require.Equal(t, "+OK", p.c.Do("CLIENT", "UNPAUSE"))
+	admitted(b)
+	admitted(c)
+	require.Regexp(t, `^\[0 5 2 -1 \d+\]$`, p.c.Do("RL.FIXED", "k", "5", "1m", "COST", "0"))
+}

@@ -42,7 +42,8 @@ import (
 // to wait for, 0 whatever its timeout; CONFIG REWRITE that there is no
 // configuration file; CLUSTER HANDOFF that cluster mode is off; DEBUG has
 // only CLOCK, which moves this node's manual clock; SUBSCRIBE and the rest
-// of pub/sub only mark the session, as they would a connection's.
+// of pub/sub only mark the session, as they would a connection's; a
+// CLIENT PAUSE holds nothing after its own command (exec ends it).
 var skipped = map[string]string{
 	// It stops the process: in process it closes the node's shutdown
 	// channel and, as in Redis, sends no reply.
@@ -292,6 +293,9 @@ func exec(n *node.Node, c *node.Client, w *resp.Writer, args [][]byte) []byte {
 	if p := c.TakePark(); p != nil { // a WAIT that waits: here, in line
 		p(nil)(w)
 	}
+	// A CLIENT PAUSE ends with its command: the script's later commands
+	// would otherwise wait out its timeout, on the one client there is.
+	n.Unpause()
 	return bytes.Clone(w.Bytes())
 }
 
