@@ -84,7 +84,10 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer, mayHold bool) (
 		}
 		var refused bool
 		switch err, refused = c.SubscribedRefuses(cmd.Name); {
-		case h != nil && h.all: // CLIENT PAUSE ALL: every command waits
+		case h != nil && h.all && cmd.Name != "psync":
+			// CLIENT PAUSE ALL: every command waits, but a replica's
+			// sync, which changes nothing here and hands its
+			// connection over after its reply.
 			return n.park(c, h, cmd.Has(commands.FlagWrite), args)
 		case refused:
 		case c.InMulti() && cmd.Has(commands.FlagNoMulti):

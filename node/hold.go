@@ -93,8 +93,9 @@ func (h *hold) covers(write bool) bool { return h != nil && (h.all || write) }
 
 // park holds a command on c until no hold holds it, and counts it then.
 // A connection's client parks: its connection reads nothing more until
-// the command has run. An internal client has no connection: park
-// returns the hold's channel, and ExecContext waits.
+// the command has run, and takes the park again if a later hold holds it
+// (Session.TakePark after the reply's write). An internal client has no
+// connection: park returns the hold's channel, and ExecContext waits.
 func (n *Node) park(c *Client, h *hold, write bool, args [][]byte) chan struct{} {
 	n.dispatch.cell(c.stripe)[nCommands].Add(-1)
 	if c.Internal() {
@@ -113,15 +114,16 @@ func (n *Node) park(c *Client, h *hold, write bool, args [][]byte) chan struct{}
 			}
 		}
 		return func(w commands.Writer) {
-			// On its connection's loop, or goroutine. A hold that
-			// began since lets it run: a FAILOVER waits for it (it
-			// counts as running).
+			// On its connection's loop, or goroutine, counted as
+			// running before it looks for a hold: a hold that began
+			// since parks it again (the connection takes the new
+			// park), or a FAILOVER's waits for it.
 			if c.looped {
 				c.BeginBatch()
 				defer c.EndBatch()
 			}
 			c.Mark()
-			n.exec(c, q, w, false)
+			n.exec(c, q, w, true)
 		}
 	})
 	return nil

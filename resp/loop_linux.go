@@ -272,6 +272,10 @@ func (l *loop) resume() {
 		}
 		if p.unpark {
 			lc.parked, lc.gone = false, nil
+			if again := lc.c.TakePark(); again != nil { // the command was held again (node/hold.go)
+				l.park(lc, again)
+				continue
+			}
 			if !lc.busy {
 				l.interest(lc, syscall.EPOLLIN|syscall.EPOLLRDHUP)
 				if !lc.dead && lc.rd.Buffered() > 0 {

@@ -304,12 +304,12 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 			}
 			return h, rd.Unparsed()
 		}
-		if p := c.TakePark(); p != nil { // this connection's goroutine waits
+		for p := c.TakePark(); p != nil; p = c.TakePark() { // this connection's goroutine waits, again if held again
 			if !flush() {
 				return nil, nil
 			}
 			release()
-			p(nil)(w) // only this goroutine waits; it ends with its timeout or the acks
+			p(nil)(w) // only this goroutine waits; it ends with its timeout, the acks or the hold's end
 		}
 		if len(w.Bytes()) > lim.MaxOutput {
 			srv.Logger().Warn("client output limit reached, closing connection", "addr", c.Addr, "bytes", len(w.Bytes()), "limit", lim.MaxOutput)

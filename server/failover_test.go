@@ -289,3 +289,33 @@ func TestPauseAndFailoverHoldApart(t *testing.T) {
 	admitted(c)
 	require.Regexp(t, `^\[0 5 2 -1 \d+\]$`, p.c.Do("RL.FIXED", "k", "5", "1m", "COST", "0"))
 }
+
+// TestHeldAgain: an EXEC with a write queued, held by CLIENT PAUSE ALL
+// during a FAILOVER, looks again when the pause runs out: the failover's
+// hold holds it too, so it parks again and runs only once the failover
+// has ended, refused as a replica's. Run as it came out of the pause, it
+// would be admitted while the failover waits, by a primary about to hand
+// over.
+func TestHeldAgain(t *testing.T) {
+	p, r := startRepl(t), startRepl(t)
+	px := followThrough(t, r, p)
+	require.Equal(t, "1", p.c.Do("WAIT", "1", "10000"))
+	px.Pause()
+	txn, read := rltest.Dial(t, p.s.Addr.String()), rltest.Dial(t, p.s.Addr.String())
+	require.Equal(t, "+OK", txn.Do("MULTI"))
+	require.Equal(t, "+QUEUED", txn.Do("RL.FIXED", "k", "5", "1m"))
+	require.Equal(t, "+OK", p.c.Do("FAILOVER"))
+	require.Equal(t, "+OK", p.c.Do("CLIENT", "PAUSE", "300", "ALL"))
+	txn.Send(rltest.Encode("EXEC"))
+	read.Send(rltest.Encode("EXISTS", "k"))
+	got, err := read.Read() // answered once the pause ran out
+	require.NoError(t, err)
+	require.Equal(t, "0", got)
+	parked(t, 1) // the EXEC, held by the failover
+	px.Resume()
+	exec, err := txn.Read()
+	require.NoError(t, err)
+	require.Equal(t, "[-READONLY You can't write against a read only replica.]", exec)
+	require.Equal(t, "master", rltest.Info(t, r.c, "replication")["role"])
+	require.Equal(t, "0", r.c.Do("EXISTS", "k"))
+}
