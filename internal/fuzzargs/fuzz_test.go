@@ -290,7 +290,7 @@ func exec(n *node.Node, c *node.Client, w *resp.Writer, args [][]byte) []byte {
 	w.Reset()
 	c.Mark()
 	n.Exec(c, args, w)
-	if p := c.TakePark(); p != nil { // a WAIT that waits: here, in line
+	for p := c.TakePark(); p != nil; p = c.TakePark() { // a WAIT that waits: here, in line
 		p(nil)(w)
 	}
 	// A CLIENT PAUSE ends with its command: the script's later commands

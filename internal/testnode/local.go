@@ -41,7 +41,7 @@ func (l *Local) Do(args ...string) string {
 	l.w.Reset()
 	l.c.Mark()
 	l.n.Exec(l.c, rltest.Argv(args...), l.w)
-	if p := l.c.TakePark(); p != nil { // a WAIT that waits: here, in line
+	for p := l.c.TakePark(); p != nil; p = l.c.TakePark() { // a WAIT that waits, a held command: here, in line
 		p(nil)(l.w)
 	}
 	out := l.w.Bytes()
