@@ -38,7 +38,8 @@ type FailoverOptions struct {
 	Timeout time.Duration
 	Force   bool
 	// Hold makes the node hold its writes from now until End; it is
-	// called before Failover returns and must not block. Settle returns
+	// called before Failover returns, under the Manager's lock, so it
+	// must neither block nor call the Manager. Settle returns
 	// once every write that began before Hold has ended, so that the
 	// stream holds every decision before it is waited for.
 	Hold, Settle func()
