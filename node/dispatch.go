@@ -39,9 +39,12 @@ func (n *Node) ExecContext(ctx context.Context, c *Client, args [][]byte, w comm
 // command again, as often as it is held.
 func (n *Node) execHeld(ctx context.Context, c *Client, args [][]byte, w commands.Writer, h chan struct{}) error {
 	for h != nil {
+		n.blocked.Add(1)
 		select {
 		case <-h:
+			n.blocked.Add(-1)
 		case <-ctx.Done():
+			n.blocked.Add(-1)
 			return ctx.Err()
 		}
 		c.Mark()

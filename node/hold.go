@@ -106,6 +106,8 @@ func (n *Node) park(c *Client, h *hold, write bool, args [][]byte) chan struct{}
 		q[i] = append([]byte(nil), a...)
 	}
 	c.Park(func(gone <-chan struct{}) func(commands.Writer) {
+		n.blocked.Add(1)
+		defer n.blocked.Add(-1)
 		for h := n.held.Load(); h.covers(write); h = n.held.Load() {
 			select {
 			case <-h.ch:

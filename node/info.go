@@ -122,7 +122,7 @@ func (n *Node) infoServer(f *infoFields, now int64, _ engine.Store) {
 func (n *Node) infoClients(f *infoFields, _ int64, _ engine.Store) {
 	f.line("connected_clients", n.connectedClients())
 	f.line("maxclients", n.maxClients.Load())
-	f.line("blocked_clients", 0)
+	f.line("blocked_clients", n.blocked.Load())
 }
 
 func (n *Node) infoMemory(f *infoFields, _ int64, st engine.Store) {

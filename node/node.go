@@ -66,6 +66,9 @@ type Node struct {
 	held   atomic.Pointer[hold]
 	holdMu sync.Mutex
 	holds  holds
+	// blocked counts the commands waiting now: held ones (hold.go) and
+	// WAITs (INFO clients' blocked_clients, as Redis counts both).
+	blocked atomic.Int64
 
 	ps        pubsub // who listens to which channels and patterns
 	clientsMu sync.Mutex

@@ -110,7 +110,14 @@ func (n *Node) Wait(s *commands.Session, replicas int, timeout time.Duration) (i
 	}
 	c := n.clientOf(s)
 	now, later := n.repl.Wait(replicas, timeout, s.HasWritten(), c == nil || !c.inExec)
-	return now, later, nil
+	if later == nil {
+		return now, nil, nil
+	}
+	return now, func(gone <-chan struct{}) int {
+		n.blocked.Add(1) // blocked_clients, as Redis counts a blocked WAIT
+		defer n.blocked.Add(-1)
+		return later(gone)
+	}, nil
 }
 
 // KillPrimaryLink cuts a replica's link to its primary.

@@ -31,6 +31,7 @@ func TestClientPauseWrite(t *testing.T) {
 	require.Equal(t, "+QUEUED", txn.Do("RL.FIXED", "k", "5", "1m"))
 	txn.Send(rltest.Encode("EXEC"))
 	parked(t, 2)
+	blocked(t, p, 2)
 	require.Equal(t, "[0 5 5 -1 0]", p.c.Do("RL.FIXED", "k", "5", "1m", "COST", "0"), "held, nothing charged; a peek is answered")
 	require.Equal(t, "0", p.c.Do("EXISTS", "k"))
 	require.Equal(t, "+OK", p.c.Do("CLIENT", "UNPAUSE"))
@@ -41,6 +42,7 @@ func TestClientPauseWrite(t *testing.T) {
 	require.Regexp(t, `^\[0 5 [34] -1 \d+\]$`, got)
 	require.Regexp(t, `^\[\[0 5 [34] -1 \d+\]\]$`, exec)
 	require.Regexp(t, `^\[0 5 3 -1 \d+\]$`, p.c.Do("RL.FIXED", "k", "5", "1m", "COST", "0"), "both ran")
+	blocked(t, p, 0)
 
 	// Its timeout ends it too.
 	require.Equal(t, "+OK", p.c.Do("CLIENT", "PAUSE", "200", "WRITE"))
@@ -65,4 +67,25 @@ func TestClientPauseAll(t *testing.T) {
 	require.Equal(t, "+OK", got)
 	parked(t, 0)
 	require.Equal(t, "0", p.c.Do("EXISTS", "k"), "not held any more")
+}
+
+// blocked waits until INFO clients reports n blocked clients.
+func blocked(t *testing.T, p *replNode, n int) {
+	t.Helper()
+	rltest.WaitFor(t, 30*time.Second, fmt.Sprintf("blocked_clients:%d", n), func() (bool, string) {
+		v := rltest.Info(t, p.c, "clients")["blocked_clients"]
+		return v == fmt.Sprint(n), v
+	})
+}
+
+// TestBlockedClients: INFO clients counts a WAIT that waits as blocked,
+// as Redis does, until it ends (here: its client goes).
+func TestBlockedClients(t *testing.T) {
+	p := startRepl(t)
+	require.Equal(t, "0", rltest.Info(t, p.c, "clients")["blocked_clients"])
+	w := rltest.Dial(t, p.s.Addr.String())
+	w.Send(rltest.Encode("WAIT", "1", "0")) // no replica: it waits until its client goes
+	blocked(t, p, 1)
+	require.NoError(t, w.Close())
+	blocked(t, p, 0)
 }
