@@ -312,13 +312,16 @@ func cmdClientPause(x *Ctx) {
 		x.Error(ErrTimeoutNeg)
 		return
 	}
-	x.N.Pause(time.Duration(min(ms, maxPauseMs))*time.Millisecond, all)
+	x.N.Pause(millis(ms), all)
 	x.OK()
 }
 
-// maxPauseMs bounds a pause, in ms, to some 292 years: Redis takes any
-// timeout, and a longer one would overflow a time.Duration.
-const maxPauseMs = int64(1<<63-1) / int64(time.Millisecond)
+// millis is a timeout of ms milliseconds (not negative), at most some 146
+// years: Redis takes any timeout, and a longer one would overflow a
+// time.Duration (WAIT, FAILOVER, CLIENT PAUSE).
+func millis(ms int64) time.Duration {
+	return time.Duration(min(ms, int64(1<<62)/int64(time.Millisecond))) * time.Millisecond
+}
 
 // cmdClientUnpause is CLIENT UNPAUSE.
 func cmdClientUnpause(x *Ctx) {

@@ -74,7 +74,7 @@ func cmdWait(x *Ctx) {
 		x.Error(ErrTimeoutNeg)
 		return
 	}
-	now, later, err := x.N.Wait(x.C, int(min(max(n, 0), 1<<30)), time.Duration(min(ms, int64(1<<62)/int64(time.Millisecond)))*time.Millisecond)
+	now, later, err := x.N.Wait(x.C, int(min(max(n, 0), 1<<30)), millis(ms))
 	switch {
 	case err != nil:
 		x.Error(err)
@@ -163,7 +163,7 @@ func cmdFailover(x *Ctx) {
 				x.Error(ErrFailoverTimeout)
 				return
 			}
-			a.Timeout = time.Duration(min(ms, int64(1<<62)/int64(time.Millisecond))) * time.Millisecond
+			a.Timeout = millis(ms)
 			i++
 		case strings.EqualFold(opt, "to") && i+2 < len(args) && !to:
 			p, ok := parseInt64(args[i+2])

@@ -164,12 +164,16 @@ func (s *Session) Idle() time.Duration { return time.Duration(clock.Mono() - s.l
 func (s *Session) InMulti() bool { return s.multi }
 
 // Enqueue adds a copy of args to the MULTI queue.
-func (s *Session) Enqueue(args [][]byte) {
+func (s *Session) Enqueue(args [][]byte) { s.queue = append(s.queue, CloneArgs(args)) }
+
+// CloneArgs copies a command's arguments, which are valid only during the
+// call (a connection's read buffer), for a command that runs later.
+func CloneArgs(args [][]byte) [][]byte {
 	q := make([][]byte, len(args))
 	for i, a := range args {
 		q[i] = append([]byte(nil), a...)
 	}
-	s.queue = append(s.queue, q)
+	return q
 }
 
 // RefusedInMulti records that a command was refused while queueing, so

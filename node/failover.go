@@ -1,8 +1,6 @@
 package node
 
 import (
-	"errors"
-
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/replication"
 )
@@ -40,21 +38,21 @@ func (n *Node) Failover(s *commands.Session, a commands.FailoverArgs) error {
 			n.holdWrites(false)
 		},
 	})
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, replication.ErrFailoverRunning):
-		return commands.ErrFailoverRunning
-	case errors.Is(err, replication.ErrFailoverOnReplica):
-		return commands.ErrFailoverOnReplica
-	case errors.Is(err, replication.ErrFailoverNoReplicas):
-		return commands.ErrFailoverNoReplicas
-	case errors.Is(err, replication.ErrFailoverForceArgs):
-		return commands.ErrFailoverForce
-	case errors.Is(err, replication.ErrFailoverNotReplica):
-		return commands.ErrFailoverNotReplica
-	case errors.Is(err, replication.ErrFailoverTargetOffline):
-		return commands.ErrFailoverOffline
+	}
+	if wire, ok := failoverRefusals[err]; ok {
+		return wire
 	}
 	return commands.Error("ERR " + err.Error())
+}
+
+// failoverRefusals are Redis's texts for replication's refusals.
+var failoverRefusals = map[error]commands.Error{
+	replication.ErrFailoverRunning:       commands.ErrFailoverRunning,
+	replication.ErrFailoverOnReplica:     commands.ErrFailoverOnReplica,
+	replication.ErrFailoverNoReplicas:    commands.ErrFailoverNoReplicas,
+	replication.ErrFailoverForceArgs:     commands.ErrFailoverForce,
+	replication.ErrFailoverNotReplica:    commands.ErrFailoverNotReplica,
+	replication.ErrFailoverTargetOffline: commands.ErrFailoverOffline,
 }

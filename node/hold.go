@@ -101,10 +101,7 @@ func (n *Node) park(c *Client, h *hold, write bool, args [][]byte) chan struct{}
 	if c.Internal() {
 		return h.ch
 	}
-	q := make([][]byte, len(args)) // args are the connection's buffer's
-	for i, a := range args {
-		q[i] = append([]byte(nil), a...)
-	}
+	q := commands.CloneArgs(args)
 	c.Park(func(gone <-chan struct{}) func(commands.Writer) {
 		n.blocked.Add(1)
 		defer n.blocked.Add(-1)
