@@ -188,9 +188,7 @@ func (m *Manager) runFailover(f *failover) {
 // listens; or why the failover ends instead.
 func (m *Manager) awaitTarget(f *failover) (host string, port int, why string) {
 	for {
-		m.serial.Lock()
-		m.pump(true) // the changes so far, and a heartbeat that asks for an ack
-		m.serial.Unlock()
+		m.askAcks()
 		m.mu.Lock()
 		var t *link
 		caught := func() bool {

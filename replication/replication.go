@@ -407,6 +407,15 @@ func (m *Manager) pump(beat bool) {
 	}
 }
 
+// askAcks sends the replicas the changes so far, then a heartbeat that
+// asks them to ack it (WAIT, Drain, a FAILOVER's wait). m.serial and m.mu
+// must not be held.
+func (m *Manager) askAcks() {
+	m.serial.Lock()
+	m.pump(true)
+	m.serial.Unlock()
+}
+
 // appendLocked adds stream bytes to the backlog and the links' output,
 // and wakes the links' goroutines; with send, it first writes what the
 // links' sockets take now (sendLocked), and wakes them only if bytes are
@@ -640,9 +649,7 @@ func (m *Manager) KillPrimary() int {
 // waits out its timeout.
 func (m *Manager) Wait(n int, timeout time.Duration, wrote, block bool) (now int, later func(gone <-chan struct{}) int) {
 	if block && wrote && m.linked.Load() {
-		m.serial.Lock()
-		m.pump(true)
-		m.serial.Unlock()
+		m.askAcks()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -732,9 +739,7 @@ func (m *Manager) EndWaits() {
 // graceful stop holds every decision its primary answered. Redis 7
 // waits for its replicas at shutdown the same way (shutdown-timeout).
 func (m *Manager) Drain(ctx context.Context, wait time.Duration) (caughtUp, lagging int) {
-	m.serial.Lock()
-	m.pump(true)
-	m.serial.Unlock()
+	m.askAcks()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	target := m.offset
