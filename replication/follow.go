@@ -172,6 +172,7 @@ func (u *upstream) run(ctx context.Context) {
 // tellFailover reports the handover's outcome (err nil: the target took
 // over), once.
 func (u *upstream) tellFailover(err error) {
+	u.tookOver = err == nil
 	u.failover <- err
 	u.failover = nil
 }
@@ -259,7 +260,6 @@ func (u *upstream) session(ctx context.Context) error {
 	}
 	if u.failover != nil {
 		if strings.HasPrefix(r, "+") {
-			u.tookOver = true
 			u.tellFailover(nil)
 		} else {
 			u.tellFailover(fmt.Errorf("PSYNC: %s", r))
