@@ -13,9 +13,10 @@ import (
 
 // A replica's stream read by an event loop. The link's goroutine reads
 // the stream with blocking reads on a thread of its own (stream). With
-// Options.Watch, the event loop that answers the replica's clients reads
+// Options.Watch, the event loops that answer the replica's clients read
 // it instead, first in each round in which it has input, as Redis's
-// replica does in its one loop:
+// replica does in its one loop (the first loop is woken by it; another
+// checks it before its clients: resp's catchUp):
 //   - a change that reached the replica before a client's read is
 //     applied before that read is answered, whatever the order in which
 //     the kernel woke the threads;
@@ -52,7 +53,7 @@ const (
 	maxReads = 4
 )
 
-// looped is the stream's state on the loop. ready runs on the loop,
+// looped is the stream's state on the loops. ready runs on one loop at a time,
 // under the watch's lock, so buf, off and unit need no lock of their own.
 type looped struct {
 	u    *upstream

@@ -18,12 +18,14 @@ import (
 type countingPump struct {
 	pending atomic.Bool
 	pumps   atomic.Int64
+	entered atomic.Int64 // PumpReplication's calls, counted before the gate
 	gate    atomic.Pointer[chan struct{}]
 }
 
 func (p *countingPump) ReplicationPending() bool { return p.pending.Load() }
 
 func (p *countingPump) PumpReplication() bool {
+	p.entered.Add(1)
 	if g := p.gate.Load(); g != nil {
 		<-*g
 	}
@@ -152,6 +154,12 @@ func TestHolds(t *testing.T) {
 // connOnFirstLoop connects to addr until a connection lands on s's first
 // loop, and returns it with its descriptor on the server's side.
 func connOnFirstLoop(t *testing.T, s *Server, addr string) (net.Conn, int) {
+	return connOnLoop(t, s, addr, 0)
+}
+
+// connOnLoop connects to addr until a connection lands on s's loop i,
+// and returns it with its descriptor on the server's side.
+func connOnLoop(t *testing.T, s *Server, addr string, i int) (net.Conn, int) {
 	t.Helper()
 	for range 16 {
 		c, err := net.Dial("tcp", addr)
@@ -160,7 +168,7 @@ func connOnFirstLoop(t *testing.T, s *Server, addr string) (net.Conn, int) {
 		pingOn(t, c, bufio.NewReader(c)) // the loop has it
 		port := c.LocalAddr().(*net.TCPAddr).Port
 		s.mu.Lock()
-		l := s.loops[0]
+		l := s.loops[i]
 		s.mu.Unlock()
 		l.mu.Lock()
 		for fd := range l.conns {
@@ -173,7 +181,7 @@ func connOnFirstLoop(t *testing.T, s *Server, addr string) (net.Conn, int) {
 		}
 		l.mu.Unlock()
 	}
-	t.Fatal("no connection landed on the first loop")
+	t.Fatalf("no connection landed on loop %d", i)
 	return nil, 0
 }
 

@@ -56,6 +56,10 @@ type loop struct {
 	// published messages and parked commands' replies (guarded by mu).
 	posted []posted
 	keys   [][]byte // scratch: the keys of a batch to prefetch
+	// first is the server's first loop, the one a watch is on (Watch):
+	// the others serve its watch too before their clients' reads
+	// (catchUp).
+	first *loop
 	// watched is read by the loop first in its rounds (Watch); nil if
 	// none. Set and cleared under mu.
 	watched atomic.Pointer[watch]
@@ -142,6 +146,7 @@ func (s *Server) startLoops() bool {
 			return false
 		}
 		s.loops = append(s.loops, l)
+		l.first = s.loops[0]
 		s.wg.Add(1)
 		addLoops(1)
 		go l.run()
@@ -580,6 +585,7 @@ func (l *loop) run() {
 			idle++
 		} else {
 			idle = 0
+			l.catchUp()
 		}
 		for _, ev := range l.events[:n] {
 			fd := int(ev.Fd)

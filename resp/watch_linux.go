@@ -4,14 +4,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 )
 
 // A watched descriptor: input that an event loop reads for another
 // package, first in its round. A replica's link to its primary is one:
-// read by the loop that also answers the replica's clients, a change
+// read by the loops that also answer the replica's clients, a change
 // that arrived before a client's read is applied before that read is
 // answered, and the stream costs no thread switch (Redis's replica reads
-// its link in its one event loop, too).
+// its link in its one event loop, too). The server's first loop has the
+// descriptor in its epoll set; another loop whose round has input checks
+// the descriptor for input too, and serves it first if it has some
+// (catchUp): otherwise a client on that loop could be answered while the
+// first loop has not yet woken to the change.
 type watch struct {
 	fd    int
 	ready func() bool
@@ -20,9 +25,11 @@ type watch struct {
 	kick  atomic.Bool // call ready in the next round, input or not
 }
 
-// Watch has one of s's event loops call ready once in its next round,
+// Watch has s's first event loop call ready once in its next round,
 // and then in every round in which fd has input, before the round's
-// connections, until ready returns false or stop is called. kick, from
+// connections, until ready returns false or stop is called; another
+// loop calls it before its round's connections when fd has input
+// (catchUp), never while it runs elsewhere. kick, from
 // any goroutine, has ready called once more in the loop's next round,
 // input or not. ready runs on the loop: it must not block, and it reads
 // fd without waiting. The caller keeps fd open until stop has returned;
@@ -102,9 +109,37 @@ func (l *loop) serveWatch(events []syscall.EpollEvent) int {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.off || w.ready() {
-		return mine
+	if !w.off && !w.ready() {
+		l.endWatchLocked(w)
 	}
+	return mine
+}
+
+// catchUp serves the first loop's watch from another loop, before the
+// round's connections, when the watched descriptor has input: a change
+// that reached a replica before a client's read must be applied before
+// that read is answered, whichever loop has the client. It waits for a
+// ready running on another loop, which may be applying that change. On
+// a server without a watch it costs one atomic load; with one, a system
+// call a round.
+func (l *loop) catchUp() {
+	if l.first == l {
+		return // serveWatch did
+	}
+	w := l.first.watched.Load()
+	if w == nil || !hasInput(w.fd) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.off && !w.ready() {
+		l.first.endWatchLocked(w)
+	}
+}
+
+// endWatchLocked takes w out of l, its loop, once its ready returned
+// false. w.mu is held.
+func (l *loop) endWatchLocked(w *watch) {
 	w.off = true
 	l.mu.Lock()
 	if !l.exited {
@@ -112,5 +147,12 @@ func (l *loop) serveWatch(events []syscall.EpollEvent) int {
 	}
 	l.mu.Unlock()
 	l.s.watching(-1)
-	return mine
+}
+
+// hasInput reports whether fd has bytes to read, or an error to report
+// (FIONREAD failed): either way ready has something to do.
+func hasInput(fd int) bool {
+	var n int32
+	_, _, e := syscall.RawSyscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+	return e != 0 || n > 0
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -165,4 +166,70 @@ func TestWatchCallsReadyOnTheLoop(t *testing.T) {
 	g, _ := loopServer(t, Options{GoroutinePerConn: true})
 	_, _, ok = g.Watch(r, func() bool { return true })
 	require.False(t, ok, "a server without loops refuses a watch")
+}
+
+// TestEveryLoopReadsTheWatchFirst: input on a watched descriptor that came
+// before a client's request is read before the request is answered,
+// whichever loop has the client. Here the watch's own loop is held (in
+// its replication pump), so only the client's loop can read it: the
+// client's EXISTS finds the key the watch's callback writes.
+func TestEveryLoopReadsTheWatchFirst(t *testing.T) {
+	pump := &countingPump{}
+	s := newLoopServer(Options{})
+	s.replOf = func(loop int) replPump {
+		if loop == 0 {
+			return pump
+		}
+		return &countingPump{} // never pending
+	}
+	_, addr := serveLoops(t, s)
+	c0, _ := connOnFirstLoop(t, s, addr)
+	s.mu.Lock()
+	loops := len(s.loops)
+	s.mu.Unlock()
+	if loops < 2 {
+		t.Skip("one event loop (GOMAXPROCS=1): every client is on the watch's loop")
+	}
+	c1, _ := connOnLoop(t, s, addr, 1)
+
+	r, w := pipe(t)
+	var calls atomic.Int64
+	st := s.node.Engine().Store()
+	stop, _, ok := s.Watch(r, func() bool {
+		calls.Add(1)
+		var b [64]byte
+		if n, _ := syscall.Read(r, b[:]); n > 0 {
+			_, err := st.Limit(engine.KindFixed, []byte("k"), engine.Params{Limit: 10, Window: 60e9, Cost: 1}, 1_700_000_000_000_000_000)
+			require.NoError(t, err)
+		}
+		return true
+	})
+	require.True(t, ok)
+	defer stop()
+	eventually(t, func() bool { return calls.Load() == 1 }, "ready runs once when registered")
+
+	// Hold the first loop in its pump, after a round of c0's.
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release) // a failed check leaves the loop held otherwise
+	pump.gate.Store(&gate)
+	pump.pending.Store(true)
+	_, err := c0.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	eventually(t, func() bool { return pump.entered.Load() == 1 }, "the first loop is held in its pump")
+
+	_, err = syscall.Write(w, []byte("x"))
+	require.NoError(t, err)
+	br := bufio.NewReader(c1)
+	_, err = c1.Write([]byte("EXISTS k\r\n"))
+	require.NoError(t, err)
+	line, err := br.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, ":1\r\n", line, "the change that came first is read first")
+	require.EqualValues(t, 2, calls.Load(), "ready ran once more, on the client's loop")
+
+	release()
+	line, err = bufio.NewReader(c0).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+PONG\r\n", line)
 }
