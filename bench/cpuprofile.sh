@@ -25,6 +25,10 @@
 #   BINS [] several built rlservers, alternated in every round (labelled b1, b2, ... in order)
 #   REPLICAS [$REPLICA] "0 1" alternates a primary alone and with a replica (labelled r0, r1)
 #   GAUGE_TOL [0.10] the noise check's tolerance, a fraction of the sitting's median gauge
+# TESTS=log's line (RL.LOG k 100 60s, about six calls a key a second) has phases: every call admitted
+# for 17 s, none for 43 s, then from 60 s on nine in ten again for about 20 s, and so on each
+# minute. A window's writes, and so what snapshots cost in it, depend on where WARMUP puts it
+# (bench/RESULTS.md, "RL.LOG's load has phases").
 # Needs Go, curl, python3, taskset and Debian's redis-tools.
 set -euo pipefail
 source "$(dirname "$0")/harness/lib.sh"
