@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -188,8 +187,7 @@ func connOnLoop(t *testing.T, s *Server, addr string, i int) (net.Conn, int) {
 // inq returns how many bytes wait to be read on fd (FIONREAD).
 func inq(t *testing.T, fd int) int {
 	t.Helper()
-	var n int32
-	_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+	n, e := bytesIn(fd)
 	require.Zero(t, e)
-	return int(n)
+	return n
 }

@@ -71,20 +71,13 @@ func (s *Server) Watch(fd int, ready func() bool) (stop, kick func(), ok bool) {
 // never runs again.
 func (l *loop) unwatch(w *watch) {
 	w.mu.Lock()
-	l.mu.Lock()
-	ended := !w.off
-	if ended {
-		w.off = true
-		if !l.exited {
-			syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
-		}
+	defer w.mu.Unlock()
+	if !w.off {
+		l.endWatchLocked(w)
 	}
+	l.mu.Lock()
 	l.watched.CompareAndSwap(w, nil)
 	l.mu.Unlock()
-	w.mu.Unlock()
-	if ended {
-		l.s.watching(-1)
-	}
 }
 
 // serveWatch calls the watch's ready if the round's events include its
@@ -107,11 +100,7 @@ func (l *loop) serveWatch(events []syscall.EpollEvent) int {
 	if !w.kick.Swap(false) && mine == 0 {
 		return 0
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.off && !w.ready() {
-		l.endWatchLocked(w)
-	}
+	l.callReady(w)
 	return mine
 }
 
@@ -126,19 +115,25 @@ func (l *loop) catchUp() {
 	if l.first == l {
 		return // serveWatch did
 	}
-	w := l.first.watched.Load()
-	if w == nil || !hasInput(w.fd) {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.off && !w.ready() {
-		l.first.endWatchLocked(w)
+	if w := l.first.watched.Load(); w != nil {
+		if n, e := bytesIn(w.fd); n > 0 || e != 0 { // an error: ready reports it
+			l.first.callReady(w)
+		}
 	}
 }
 
-// endWatchLocked takes w out of l, its loop, once its ready returned
-// false. w.mu is held.
+// callReady calls ready for w, a watch on l, unless it ended, and ends it
+// when ready says so. It waits for a ready running on another loop.
+func (l *loop) callReady(w *watch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.off && !w.ready() {
+		l.endWatchLocked(w)
+	}
+}
+
+// endWatchLocked takes w out of l, its loop: ready never runs again.
+// w.mu is held.
 func (l *loop) endWatchLocked(w *watch) {
 	w.off = true
 	l.mu.Lock()
@@ -149,10 +144,10 @@ func (l *loop) endWatchLocked(w *watch) {
 	l.s.watching(-1)
 }
 
-// hasInput reports whether fd has bytes to read, or an error to report
-// (FIONREAD failed): either way ready has something to do.
-func hasInput(fd int) bool {
+// bytesIn returns how many bytes wait to be read on fd (FIONREAD), or
+// the error that kept it from knowing.
+func bytesIn(fd int) (int, syscall.Errno) {
 	var n int32
 	_, _, e := syscall.RawSyscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
-	return e != 0 || n > 0
+	return int(n), e
 }
