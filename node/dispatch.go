@@ -18,7 +18,7 @@ import (
 // refused on a read-only node. Then it reads the clock once and runs the
 // handler.
 func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
-	if h := n.exec(c, args, w, true); h != nil {
+	if h := n.exec(c, args, w); h != nil {
 		_ = n.execHeld(context.Background(), c, args, w, h)
 	}
 }
@@ -29,7 +29,7 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 // hold ends, and then runs (or is held again). If ctx ends first, the
 // command never runs and ExecContext returns ctx's error.
 func (n *Node) ExecContext(ctx context.Context, c *Client, args [][]byte, w commands.Writer) error {
-	if h := n.exec(c, args, w, true); h != nil {
+	if h := n.exec(c, args, w); h != nil {
 		return n.execHeld(ctx, c, args, w, h)
 	}
 	return nil
@@ -48,16 +48,16 @@ func (n *Node) execHeld(ctx context.Context, c *Client, args [][]byte, w command
 			return ctx.Err()
 		}
 		c.Mark()
-		h = n.exec(c, args, w, true)
+		h = n.exec(c, args, w)
 	}
 	return nil
 }
 
-// exec is Exec. A command that a hold holds (mayHold; hold.go) is parked
+// exec is Exec. A command that a hold holds (hold.go) is parked
 // on its connection, to run when the hold ends; on an internal client
 // exec returns the channel that closes when the hold ends or changes, and
 // the caller waits.
-func (n *Node) exec(c *Client, args [][]byte, w commands.Writer, mayHold bool) (held chan struct{}) {
+func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) (held chan struct{}) {
 	if len(args) == 0 {
 		return nil
 	}
@@ -82,9 +82,6 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer, mayHold bool) (
 	}
 	if err == "" {
 		h := n.held.Load()
-		if !mayHold {
-			h = nil
-		}
 		var refused bool
 		switch err, refused = c.SubscribedRefuses(cmd.Name); {
 		case h != nil && h.all && cmd.Name != "psync":

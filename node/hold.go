@@ -122,7 +122,7 @@ func (n *Node) park(c *Client, h *hold, write bool, args [][]byte) chan struct{}
 				defer c.EndBatch()
 			}
 			c.Mark()
-			n.exec(c, q, w, true)
+			n.exec(c, q, w)
 		}
 	})
 	return nil
