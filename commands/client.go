@@ -312,7 +312,7 @@ func cmdClientPause(x *Ctx) {
 		x.Error(ErrTimeoutNeg)
 		return
 	}
-	x.N.Pause(millis(ms), all)
+	x.N.Pause(x.C, millis(ms), all)
 	x.OK()
 }
 

@@ -66,7 +66,7 @@ type Node interface {
 	Failover(s *Session, a FailoverArgs) error
 	// Pause is CLIENT PAUSE (all: every command, else the writes, for
 	// d); Unpause is CLIENT UNPAUSE.
-	Pause(d time.Duration, all bool)
+	Pause(s *Session, d time.Duration, all bool)
 	Unpause()
 	Wait(s *Session, replicas int, timeout time.Duration) (now int, later func(gone <-chan struct{}) int, err error)
 	// Subscribe and Unsubscribe register the session as a subscriber of

@@ -37,6 +37,11 @@ type Client struct {
 	// of commands it reads (BeginBatch). Node.drain waits for it to move
 	// on.
 	seq atomic.Uint64
+	// settling: the client waits in a drain of its own (CLIENT PAUSE,
+	// Node.settle). It runs nothing else meanwhile, so no drain waits for
+	// it: two pauses on two event loops would otherwise wait for each
+	// other.
+	settling atomic.Bool
 	// handoff, once set (PSYNC), takes the connection over after the
 	// command's reply is written (TakeHandoff).
 	handoff func(conn net.Conn, pending []byte)

@@ -126,6 +126,8 @@ func (n *Node) ClusterHandOff(s *commands.Session, id string, slots *[cluster.Sl
 // on any client but self, has ended: each client's in-flight count moves
 // on from the odd value it had. Exec counts every keyed command in
 // cluster mode (a slot handoff's wait), else every write (a FAILOVER's).
+// A client settling (CLIENT PAUSE's own drain) runs nothing and is not
+// waited for.
 func (n *Node) drain(self int64) {
 	type busy struct {
 		c   *Client
@@ -140,7 +142,7 @@ func (n *Node) drain(self int64) {
 	}
 	n.clientsMu.Unlock()
 	for _, b := range wait {
-		for b.c.seq.Load() == b.seq {
+		for b.c.seq.Load() == b.seq && !b.c.settling.Load() {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}

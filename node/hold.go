@@ -54,10 +54,33 @@ func (n *Node) holdWrites(on bool) {
 	n.setHoldLocked()
 }
 
-// Pause is CLIENT PAUSE: it holds the write commands, or with all every
-// command, for d. A pause already in force is extended, and made to hold
-// every command if either does, as Redis's are.
-func (n *Node) Pause(d time.Duration, all bool) {
+// Pause is CLIENT PAUSE, run by s: it holds the write commands, or with
+// all every command, for d. A pause already in force is extended, and
+// made to hold every command if either does, as Redis's are. It returns
+// once the commands already running on other clients have ended (inside
+// EXEC, once EXEC has run): from its reply on, no write changes the
+// keyspace or the replication stream until the pause ends, as none
+// could on single-threaded Redis.
+func (n *Node) Pause(s *commands.Session, d time.Duration, all bool) {
+	n.pause(d, all)
+	if !n.deferInExec(s, func() { n.settle(s) }) {
+		n.settle(s)
+	}
+}
+
+// settle waits, as s's client, for the commands running on other
+// clients (drain). It counts as settling meanwhile, so that a drain of
+// another client's does not wait for it.
+func (n *Node) settle(s *commands.Session) {
+	if c := n.clientOf(s); c != nil {
+		c.settling.Store(true)
+		defer c.settling.Store(false)
+	}
+	n.drain(s.ID)
+}
+
+// pause puts CLIENT PAUSE's hold in force (Pause).
+func (n *Node) pause(d time.Duration, all bool) {
 	n.holdMu.Lock()
 	defer n.holdMu.Unlock()
 	until := time.Now().Add(d)

@@ -14,7 +14,7 @@ import (
 func parked(t *testing.T, n int) {
 	t.Helper()
 	rltest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d commands held", n), func() (bool, string) {
-		k := stackCount("node.(*Node).park.func1(")
+		k := rltest.StackCount("node.(*Node).park.func1(")
 		return k == n, fmt.Sprint(k)
 	})
 }

@@ -479,7 +479,7 @@ func TestWaitBlocksOnlyItsClient(t *testing.T) {
 	// A second waiter that hangs up: its wait ends, the server goes on.
 	gone := rltest.Dial(t, p.s.Addr.String())
 	gone.Do("RL.FIXED", "g", "5", "1m")
-	waiting := func() int { return stackCount("replication.(*Manager).waitAcks(") }
+	waiting := func() int { return rltest.StackCount("replication.(*Manager).waitAcks(") }
 	gone.Send(rltest.Encode("WAIT", "1", "0"))
 	rltest.WaitFor(t, 10*time.Second, "both WAITs to wait", func() (bool, string) { return waiting() == 2, fmt.Sprint(waiting()) })
 	gone.Close()
@@ -669,13 +669,6 @@ func testReplBatchInterval(t *testing.T, p *replNode) {
 	t.Logf("%d writes in %v: the stream grew by %d bytes, an entry is %d, a pump's fixed part %d, at most %d pumps", writes, elapsed, grew, entry, fixed, pumps)
 	require.LessOrEqual(t, grew, writes*entry+pumps*fixed, "%d writes in %v: the stream grew by %d bytes", writes, elapsed, grew)
 	require.Equal(t, p.c.Do("RL.FIXED", "k59", "1000", "1m", "COST", "0"), r.c.Do("RL.FIXED", "k59", "1000", "1m", "COST", "0"), "the replica has every write")
-}
-
-// stackCount counts the goroutines whose stacks have a frame of fn (its
-// frame, not its closures' or "created by" lines, with fn ending in "(").
-func stackCount(fn string) int {
-	buf := make([]byte, 4<<20)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
 }
 
 // waitLinkDown waits until r, a replica, sees its link to its primary

@@ -35,7 +35,7 @@ func TestGracefulStopSendsEveryChange(t *testing.T) {
 			return true, "ended"
 		default:
 		}
-		n := stackCount("replication.(*Manager).Drain(")
+		n := rltest.StackCount("replication.(*Manager).Drain(")
 		return n == 1, fmt.Sprintf("%d draining", n)
 	})
 	h.px.Resume()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,4 +125,13 @@ func AskInfo(addr, section string) (map[string]string, error) {
 		return nil, fmt.Errorf("INFO %s reply %s: %w", section, r, err)
 	}
 	return InfoFields(txt), nil
+}
+
+// StackCount counts the goroutines whose stacks have a frame of fn, a
+// function's full name ending in "(" (so that its closures and "created
+// by" lines do not count): how a test sees that a goroutine waits where
+// it should.
+func StackCount(fn string) int {
+	buf := make([]byte, 4<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
 }
