@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/rltest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSentinelSwitchUnderPause runs docs/replication.md's recipe for a
+// switch under Sentinel that loses no decision, with the real
+// redis-sentinel: CLIENT PAUSE WRITE on the primary P, P's replica R
+// acknowledging P's whole stream, then SENTINEL FAILOVER. Eight
+// connections write to P as fast as they can, each pipelining RL.FIXED
+// calls on keys of its own, until their connection is closed. Sentinel
+// promotes R and re-points P, closing P's clients: the writes the pause
+// held never run. Then R holds exactly the calls P admitted, key by key,
+// and so does P, now R's replica. Without the pause, the calls P admitted
+// after R's promotion would be missing on R.
+func TestSentinelSwitchUnderPause(t *testing.T) {
+	rltest.Long(t, "redis-sentinel and a switch under CLIENT PAUSE")
+	sentinelBin := rltest.Tool(t, "redis-sentinel")
+	ctx := context.Background()
+	pPort := freePort(t)
+	// P runs from a configuration file, which Sentinel's CONFIG REWRITE
+	// keeps in step with the role it gives P.
+	pConf := filepath.Join(t.TempDir(), "p.conf")
+	require.NoError(t, os.WriteFile(pConf, []byte(fmt.Sprintf("port %d\ndir %q\n", pPort, t.TempDir())), 0o644))
+	cmd, pAddr := startBinary(t, buildBinary(t), pConf, "--port", strconv.Itoa(pPort))
+	p := &instance{cmd: cmd, addr: pAddr, c: rltest.Dial(t, pAddr)}
+	r := startReplica(t, t.TempDir(), p.addr)
+	_, rPort, _ := strings.Cut(r.addr, ":")
+	sPort := freePort(t)
+	startSentinel(t, sentinelBin, sPort, p.addr)
+	s := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(sPort)})
+	t.Cleanup(func() { s.Close() })
+	rltest.WaitFor(t, 30*time.Second, "Sentinel to list R", func() (bool, string) {
+		reps := sentinelEntries(t, s, "REPLICAS", "m")
+		return len(reps) == 1 && reps[0]["port"] == rPort && reps[0]["flags"] == "slave", fmt.Sprint(reps)
+	})
+
+	const writers, keys, depth = 8, 20, 16
+	admitted := make([]map[string]int, writers)
+	errs := make(chan error, writers)
+	started := make(chan struct{}, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		admitted[w] = map[string]int{}
+		c := rltest.Dial(t, p.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- writeUntilClosed(c, w, keys, depth, admitted[w], started)
+		}()
+	}
+	for range writers {
+		<-started // each has had 50 batches answered
+	}
+
+	require.Equal(t, "+OK", p.c.Do("CLIENT", "PAUSE", "120000", "WRITE"))
+	// Every decision P made is in its stream now, and no more will be:
+	// R acknowledges it all before Sentinel is asked.
+	var offset string
+	rltest.WaitFor(t, 30*time.Second, "R to acknowledge P's stream", func() (bool, string) {
+		f := rltest.Info(t, p.c, "replication")
+		m := regexp.MustCompile(`offset=(\d+)`).FindStringSubmatch(f["slave0"])
+		offset = f["master_repl_offset"]
+		return m != nil && m[1] == offset, fmt.Sprint(f)
+	})
+	require.NoError(t, s.Do(ctx, "SENTINEL", "FAILOVER", "m").Err())
+	rltest.WaitFor(t, sentinelActs, "Sentinel to name R master", func() (bool, string) {
+		a, err := s.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m").StringSlice()
+		return err == nil && len(a) == 2 && a[1] == rPort, fmt.Sprint(a, err)
+	})
+	// Sentinel re-points P and closes its clients (CLIENT KILL TYPE
+	// normal): the writers' held calls are never answered.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(sentinelActs):
+		t.Fatal("writers still running: Sentinel did not close P's clients")
+	}
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	rltest.WaitFor(t, sentinelActs, "P to follow R", func() (bool, string) {
+		f, err := rltest.AskInfo(p.addr, "replication")
+		return err == nil && f["role"] == "slave" && f["master_port"] == rPort && f["master_link_status"] == "up", fmt.Sprint(f, err)
+	})
+	rltest.WaitFor(t, 15*time.Second, "P to apply R's stream", func() (bool, string) {
+		rf, err1 := rltest.AskInfo(r.addr, "replication")
+		pf, err2 := rltest.AskInfo(p.addr, "replication")
+		return err1 == nil && err2 == nil && rf["master_repl_offset"] == pf["slave_repl_offset"], fmt.Sprint(rf["master_repl_offset"], pf["slave_repl_offset"], err1, err2)
+	})
+
+	total := 0
+	for w := range writers {
+		for k := range keys {
+			key := fmt.Sprintf("sp:%d:%d", w, k)
+			n := admitted[w][key]
+			total += n
+			want := fmt.Sprintf("[0 1000000 %d -1 ", 1000000-n)
+			for _, node := range []*instance{r, p} {
+				got, err := rltest.Ask(node.addr, "RL.FIXED", key, "1000000", "1h", "COST", "0")
+				require.NoError(t, err)
+				require.True(t, strings.HasPrefix(got, want), "%s on %s: %s, want %s... (%d admitted)", key, node.addr, got, want, n)
+			}
+		}
+	}
+	t.Logf("%d calls admitted before the pause; P's offset at the pause %s", total, offset)
+	got, err := rltest.Ask(r.addr, "RL.FIXED", "after", "1000000", "1h")
+	require.NoError(t, err)
+	require.Regexp(t, `^\[0 1000000 999999 -1 \d+\]$`, got, "R takes writes")
+}
+
+// writeUntilClosed sends batches of depth RL.FIXED calls on keys
+// sp:w:0..keys-1 until its connection is closed, counting the admitted
+// calls by key. After 50 batches it says so on started (or when it ends
+// before). Every answer must be an admission, or READONLY once P is a
+// replica (were the pause to end first), and once one is refused so must
+// all after.
+func writeUntilClosed(c *rltest.Conn, w, keys, depth int, admitted map[string]int, started chan<- struct{}) (err error) {
+	admit := regexp.MustCompile(`^\[0 1000000 \d+ -1 \d+\]$`)
+	var batch []byte
+	names := make([]string, depth)
+	for i := 0; ; i++ {
+		if i == 50 {
+			started <- struct{}{}
+		}
+		batch = batch[:0]
+		for j := range depth {
+			names[j] = fmt.Sprintf("sp:%d:%d", w, (i*depth+j)%keys)
+			batch = append(batch, rltest.Encode("RL.FIXED", names[j], "1000000", "1h")...)
+		}
+		err := c.Write(batch)
+		refused := 0
+		for j := 0; j < depth && err == nil; j++ {
+			var got string
+			switch got, err = c.Read(); {
+			case err != nil:
+			case admit.MatchString(got) && refused == 0:
+				admitted[names[j]]++
+			case strings.HasPrefix(got, "-READONLY "):
+				refused++
+			default:
+				return fmt.Errorf("writer %d, call %d of a batch: %q after %d refused", w, j, got, refused)
+			}
+		}
+		if err != nil || refused > 0 {
+			if i < 50 {
+				started <- struct{}{}
+				return fmt.Errorf("writer %d: ended after %d batches (%d refused): %v", w, i, refused, err)
+			}
+			return nil
+		}
+	}
+}
