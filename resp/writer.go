@@ -50,8 +50,49 @@ func (w *Writer) Int(n int64) {
 	case n >= 100 && n < 1000:
 		w.buf = append(w.buf, ':', byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10), '\r', '\n')
 	default:
-		w.buf = redcon.AppendInt(w.buf, n)
+		w.buf = appendInt(w.buf, n)
 	}
+}
+
+// digitPairs is "00" to "99": appendInt writes two digits a division.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendInt appends n as an integer reply, ":n\r\n": the digits are made
+// right to left in a buffer on the stack, two a division, and appended
+// once (strconv's AppendInt, which redcon calls between two appends of
+// its own, took twice as long for a reply's large values: a window in
+// ms, a limit of a million).
+func appendInt(b []byte, n int64) []byte {
+	var a [24]byte // ':', a sign, 19 digits, CRLF
+	i := len(a) - 2
+	a[i], a[i+1] = '\r', '\n'
+	u := uint64(n)
+	if n < 0 {
+		u = -u // MinInt64's magnitude too, as a uint64
+	}
+	for u >= 100 {
+		q := u / 100
+		r := (u - q*100) * 2
+		i -= 2
+		a[i], a[i+1] = digitPairs[r], digitPairs[r+1]
+		u = q
+	}
+	if u >= 10 {
+		i -= 2
+		a[i], a[i+1] = digitPairs[u*2], digitPairs[u*2+1]
+	} else {
+		i--
+		a[i] = byte('0' + u)
+	}
+	if n < 0 {
+		i--
+		a[i] = '-'
+	}
+	i--
+	a[i] = ':'
+	return append(b, a[i:]...)
 }
 
 func (w *Writer) Bulk(b []byte)       { w.buf = redcon.AppendBulk(w.buf, b) }
