@@ -38,7 +38,7 @@ func (w *Writer) Error(s string)  { w.buf = redcon.AppendError(w.buf, s) }
 
 // Int writes an integer reply. Limiter replies are mostly small
 // non-negative integers (a flag, a limit, a count, seconds) or -1 (no
-// wait), written here without strconv; others go through redcon.
+// wait), written here at once; others by appendInt.
 func (w *Writer) Int(n int64) {
 	switch {
 	case n >= 0 && n < 10:
