@@ -19,9 +19,9 @@ import (
 // event loop is running stands for such a command (BeginBatch): a write
 // in it may have looked for a hold before the pause began.
 //   - alone: the pause waits for the batch, and answers when it ends;
-//   - two pauses, each run inside a batch of its own, wait for a third
-//     batch and not for each other (each waits while its own batch
-//     runs; a pause that waited for the other's would never end);
+//   - two pauses, each run inside its client's open batch (as an event
+//     loop runs it), wait for the third batch and not for each other: a
+//     pause that waited for the other's batch would never end;
 //   - inside EXEC: the wait comes after EXEC has run, under no shard's
 //     lock, and EXEC's reply after it.
 //
