@@ -77,11 +77,13 @@ func TestSentinelSwitchUnderPause(t *testing.T) {
 		offset = f["master_repl_offset"]
 		return m != nil && m[1] == offset, fmt.Sprint(f)
 	})
+	asked := time.Now()
 	require.NoError(t, s.Do(ctx, "SENTINEL", "FAILOVER", "m").Err())
 	rltest.WaitFor(t, sentinelActs, "Sentinel to name R master", func() (bool, string) {
 		a, err := s.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m").StringSlice()
 		return err == nil && len(a) == 2 && a[1] == rPort, fmt.Sprint(a, err)
 	})
+	named := time.Since(asked)
 	// Sentinel re-points P and closes its clients (CLIENT KILL TYPE
 	// normal): the writers' held calls are never answered.
 	done := make(chan struct{})
@@ -91,6 +93,7 @@ func TestSentinelSwitchUnderPause(t *testing.T) {
 	case <-time.After(sentinelActs):
 		t.Fatal("writers still running: Sentinel did not close P's clients")
 	}
+	closed := time.Since(asked)
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
@@ -119,7 +122,8 @@ func TestSentinelSwitchUnderPause(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d calls admitted before the pause; P's offset at the pause %s", total, offset)
+	t.Logf("%d calls admitted before the pause; P's offset at the pause %s; from SENTINEL FAILOVER: R named %v, P's writers closed %v",
+		total, offset, named.Round(time.Millisecond), closed.Round(time.Millisecond))
 	got, err := rltest.Ask(r.addr, "RL.FIXED", "after", "1000000", "1h")
 	require.NoError(t, err)
 	require.Regexp(t, `^\[0 1000000 999999 -1 \d+\]$`, got, "R takes writes")
