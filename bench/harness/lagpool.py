@@ -31,26 +31,23 @@ cpumade = defaultdict(int)
 sittings = defaultdict(list)  # (target, test) -> each sitting's ratio, with a replica over alone
 for out in sys.argv[1:]:
     lag = rows(os.path.join(out, "lag.csv"))
-    raws = [rows(os.path.join(out, f"{t}-{side}", "raw.csv"))
-            for t in ("redis", "rlserver") for side in ("alone", "replica")
-            if os.path.exists(os.path.join(out, f"{t}-{side}", "raw.csv"))]
-    mid, _ = noise.sitting_median(lag, *raws)
+    raws = {}  # (target, side) -> the sitting's throughput runs
     for t in ("redis", "rlserver"):
-        med = {}
         for side in ("alone", "replica"):
             p = os.path.join(out, f"{t}-{side}", "raw.csv")
-            if not os.path.exists(p):
-                continue
-            for r in rows(p):
-                cpumade[(t, r["test"], side)] += 1
-                if noise.calm(r, mid, tol):
-                    v = 1e6 * float(r["server_cpu"]) / float(r["rps"])
-                    cpu[(t, r["test"], side)].append(v)
-                    med.setdefault((r["test"], side), []).append(v)
-        for test in sorted({k[0] for k in med}):
-            a, b = med.get((test, "alone")), med.get((test, "replica"))
-            if a and b:
-                sittings[(t, test)].append(statistics.median(b) / statistics.median(a))
+            if os.path.exists(p):
+                raws[(t, side)] = rows(p)
+    mid, _ = noise.sitting_median(lag, *raws.values())
+    here = defaultdict(list)  # this sitting's kept runs: (target, test, side) -> µs a request
+    for (t, side), rs in raws.items():
+        for r in rs:
+            cpumade[(t, r["test"], side)] += 1
+            if noise.calm(r, mid, tol):
+                here[(t, r["test"], side)].append(1e6 * float(r["server_cpu"]) / float(r["rps"]))
+    for (t, test, side), v in here.items():
+        cpu[(t, test, side)] += v
+        if side == "alone" and here.get((t, test, "replica")):
+            sittings[(t, test)].append(statistics.median(here[(t, test, "replica")]) / statistics.median(v))
     for r in lag:
         key = (r["test"], f"c{r['clients']} P{r['pipeline']} {r.get('paced_rps', 'max')}/s", r["target"])
         made[key] += 1
