@@ -5,7 +5,6 @@ package server_test
 import (
 	"fmt"
 	"github.com/rlserver/rlserver/server"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,16 +40,19 @@ func failoverKeepsEveryDecision(t *testing.T, perConn bool) {
 	started := make(chan struct{}, writers)
 	var wg sync.WaitGroup
 	for w := range writers {
-		admitted[w] = map[string]int{}
 		c := rltest.Dial(t, p.s.Addr.String())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- write(c, w, keys, depth, admitted[w], started)
+			var err error
+			if admitted[w], _, err = rltest.WriteFixed(c, fmt.Sprintf("fo:%d", w), keys, depth, 100, started); err != nil {
+				err = fmt.Errorf("writer %d: %w", w, err)
+			}
+			errs <- err
 		}()
 	}
 	for range writers {
-		<-started // each has had 100 batches admitted
+		<-started // each has had 100 batches answered
 	}
 	require.Equal(t, "+OK", p.c.Do("FAILOVER"))
 	wg.Wait()
@@ -84,49 +86,6 @@ func failoverKeepsEveryDecision(t *testing.T, perConn bool) {
 	}
 	t.Logf("%d calls admitted before the failover", total)
 	require.Regexp(t, `^\[0 1000000 999999 -1 \d+\]$`, r.c.Do("RL.FIXED", "after", "1000000", "1h"), "the new primary takes writes")
-}
-
-// write sends batches of depth RL.FIXED calls on keys fo:w:0..keys-1 until
-// a call is refused as a replica's, counting the admitted ones by key.
-// After 100 batches it says so on started. Every call must be admitted
-// or refused with READONLY, and once one is refused so must all after.
-func write(c *rltest.Conn, w, keys, depth int, admitted map[string]int, started chan<- struct{}) error {
-	admit := regexp.MustCompile(`^\[0 1000000 \d+ -1 \d+\]$`)
-	var batch []byte
-	names := make([]string, depth)
-	for i := 0; ; i++ {
-		batch = batch[:0]
-		for j := range depth {
-			names[j] = fmt.Sprintf("fo:%d:%d", w, (i*depth+j)%keys)
-			batch = append(batch, rltest.Encode("RL.FIXED", names[j], "1000000", "1h")...)
-		}
-		if err := c.Write(batch); err != nil {
-			return err
-		}
-		refused := 0
-		for j := range depth {
-			got, err := c.Read()
-			switch {
-			case err != nil:
-				return fmt.Errorf("writer %d: %v", w, err)
-			case admit.MatchString(got) && refused == 0:
-				admitted[names[j]]++
-			case strings.HasPrefix(got, "-READONLY "):
-				refused++
-			default:
-				return fmt.Errorf("writer %d, call %d of a batch: %q after %d refused", w, j, got, refused)
-			}
-		}
-		if i == 100 {
-			started <- struct{}{}
-		}
-		if refused > 0 {
-			if i < 100 {
-				started <- struct{}{}
-			}
-			return nil
-		}
-	}
 }
 
 // TestFailoverHoldsWrites: a write sent after FAILOVER's +OK waits for

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,12 +56,25 @@ func TestSentinelSwitchUnderPause(t *testing.T) {
 	started := make(chan struct{}, writers)
 	var wg sync.WaitGroup
 	for w := range writers {
-		admitted[w] = map[string]int{}
 		c := rltest.Dial(t, p.addr)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- writeUntilClosed(c, w, keys, depth, admitted[w], started)
+			// Each writer ends when Sentinel closes P's clients (or, were
+			// the pause to end first, at P's READONLY), after 50 batches.
+			a, batches, err := rltest.WriteFixed(c, fmt.Sprintf("sp:%d", w), keys, depth, 50, started)
+			admitted[w] = a
+			switch {
+			case err != nil && !errors.Is(err, rltest.ErrEnded): // an answer out of place
+			case batches < 50:
+				err = fmt.Errorf("ended after %d batches (%v)", batches, err)
+			default:
+				err = nil
+			}
+			if err != nil {
+				err = fmt.Errorf("writer %d: %w", w, err)
+			}
+			errs <- err
 		}()
 	}
 	for range writers {
@@ -127,47 +141,4 @@ func TestSentinelSwitchUnderPause(t *testing.T) {
 	got, err := rltest.Ask(r.addr, "RL.FIXED", "after", "1000000", "1h")
 	require.NoError(t, err)
 	require.Regexp(t, `^\[0 1000000 999999 -1 \d+\]$`, got, "R takes writes")
-}
-
-// writeUntilClosed sends batches of depth RL.FIXED calls on keys
-// sp:w:0..keys-1 until its connection is closed, counting the admitted
-// calls by key. After 50 batches it says so on started (or when it ends
-// before). Every answer must be an admission, or READONLY once P is a
-// replica (were the pause to end first), and once one is refused so must
-// all after.
-func writeUntilClosed(c *rltest.Conn, w, keys, depth int, admitted map[string]int, started chan<- struct{}) (err error) {
-	admit := regexp.MustCompile(`^\[0 1000000 \d+ -1 \d+\]$`)
-	var batch []byte
-	names := make([]string, depth)
-	for i := 0; ; i++ {
-		if i == 50 {
-			started <- struct{}{}
-		}
-		batch = batch[:0]
-		for j := range depth {
-			names[j] = fmt.Sprintf("sp:%d:%d", w, (i*depth+j)%keys)
-			batch = append(batch, rltest.Encode("RL.FIXED", names[j], "1000000", "1h")...)
-		}
-		err := c.Write(batch)
-		refused := 0
-		for j := 0; j < depth && err == nil; j++ {
-			var got string
-			switch got, err = c.Read(); {
-			case err != nil:
-			case admit.MatchString(got) && refused == 0:
-				admitted[names[j]]++
-			case strings.HasPrefix(got, "-READONLY "):
-				refused++
-			default:
-				return fmt.Errorf("writer %d, call %d of a batch: %q after %d refused", w, j, got, refused)
-			}
-		}
-		if err != nil || refused > 0 {
-			if i < 50 {
-				started <- struct{}{}
-				return fmt.Errorf("writer %d: ended after %d batches (%d refused): %v", w, i, refused, err)
-			}
-			return nil
-		}
-	}
 }

@@ -1,7 +1,11 @@
 package rltest
 
 import (
+	"errors"
+	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -93,6 +97,64 @@ func RequireSame(t testing.TB, want, got []string, what string) {
 	for i := range want {
 		if want[i] != got[i] {
 			t.Fatalf("%s: entry %d: want %s, got %s", what, i, want[i], got[i])
+		}
+	}
+}
+
+// ErrEnded is what WriteFixed returns, wrapped with the cause, when its
+// connection ends under it: a write or a read failed.
+var ErrEnded = errors.New("the connection ended")
+
+// admitted matches an admitted call of WriteFixed's.
+var admitted = regexp.MustCompile(`^\[0 1000000 \d+ -1 \d+\]$`)
+
+// WriteFixed pipelines batches of depth `RL.FIXED <prefix>:<k> 1000000 1h`
+// calls, k cycling over 0..keys-1, as fast as the node answers, until a
+// batch has a call refused as a replica's (-READONLY). It returns the
+// admitted calls by key and how many batches were answered. Every answer
+// must be an admission or READONLY, and once a call is refused so must
+// every call after it: anything else is an error. If the connection ends
+// first, it returns what it counted and an error wrapping ErrEnded. It
+// sends on started once after batches are answered, or as it returns
+// before: a failover test starts its switch once every writer is busy.
+func WriteFixed(c *Conn, prefix string, keys, depth, after int, started chan<- struct{}) (map[string]int, int, error) {
+	counts := map[string]int{}
+	batches := 0
+	defer func() {
+		if batches < after {
+			started <- struct{}{}
+		}
+	}()
+	var batch []byte
+	names := make([]string, depth)
+	for ; ; batches++ {
+		if batches == after {
+			started <- struct{}{}
+		}
+		batch = batch[:0]
+		for j := range depth {
+			names[j] = prefix + ":" + strconv.Itoa((batches*depth+j)%keys)
+			batch = append(batch, Encode("RL.FIXED", names[j], "1000000", "1h")...)
+		}
+		if err := c.Write(batch); err != nil {
+			return counts, batches, fmt.Errorf("%w: %v", ErrEnded, err)
+		}
+		refused := 0
+		for j := range depth {
+			got, err := c.Read()
+			switch {
+			case err != nil:
+				return counts, batches, fmt.Errorf("%w: %v", ErrEnded, err)
+			case admitted.MatchString(got) && refused == 0:
+				counts[names[j]]++
+			case strings.HasPrefix(got, "-READONLY "):
+				refused++
+			default:
+				return counts, batches, fmt.Errorf("call %d of a batch: %q after %d refused", j, got, refused)
+			}
+		}
+		if refused > 0 {
+			return counts, batches + 1, nil
 		}
 	}
 }
