@@ -71,7 +71,7 @@ func TestBusyRoundsShareOneSend(t *testing.T) {
 
 			// A connection on the loop that Watch uses (loops[0]), and
 			// its descriptor on the server's side.
-			c, fd := connOnFirstLoop(t, s, addr)
+			c, fd := connOnLoop(t, s, addr, 0)
 			rd := bufio.NewReader(c)
 
 			r, w := pipe(t)
@@ -148,12 +148,6 @@ func TestHolds(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, holds(tc.hot, tc.busy, tc.idle, tc.heldFor), tc.name)
 	}
-}
-
-// connOnFirstLoop connects to addr until a connection lands on s's first
-// loop, and returns it with its descriptor on the server's side.
-func connOnFirstLoop(t *testing.T, s *Server, addr string) (net.Conn, int) {
-	return connOnLoop(t, s, addr, 0)
 }
 
 // connOnLoop connects to addr until a connection lands on s's loop i,

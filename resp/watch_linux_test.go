@@ -183,7 +183,7 @@ func TestEveryLoopReadsTheWatchFirst(t *testing.T) {
 		return &countingPump{} // never pending
 	}
 	_, addr := serveLoops(t, s)
-	c0, _ := connOnFirstLoop(t, s, addr)
+	c0, _ := connOnLoop(t, s, addr, 0)
 	s.mu.Lock()
 	loops := len(s.loops)
 	s.mu.Unlock()

@@ -60,10 +60,8 @@ const digitPairs = "000102030405060708091011121314151617181920212223242526272829
 	"8081828384858687888990919293949596979899"
 
 // appendInt appends n as an integer reply, ":n\r\n": the digits are made
-// right to left in a buffer on the stack, two a division, and appended
-// once (strconv's AppendInt, which redcon calls between two appends of
-// its own, took twice as long for a reply's large values: a window in
-// ms, a limit of a million).
+// right to left in a buffer on the stack, two a division, and the reply
+// is appended at once.
 func appendInt(b []byte, n int64) []byte {
 	var a [24]byte // ':', a sign, 19 digits, CRLF
 	i := len(a) - 2
