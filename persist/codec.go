@@ -128,6 +128,12 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 	if len(b) >= 1 && b[0] == RecordVersionDelta {
 		return r, fmt.Errorf("%w %d: a delta, which only a load reads", ErrVersion, b[0])
 	}
+	if len(b) >= 1 && b[0] != RecordVersion && b[0] != RecordVersionLog {
+		// Checked before the checksum: a later format need not carry
+		// one (versions 3 and 4 do not), and a downgrade must say what
+		// it met, not report a mismatch.
+		return r, fmt.Errorf("%w %d", ErrVersion, b[0])
+	}
 	if len(b) < 2+4 {
 		return r, ErrCorrupt
 	}
@@ -136,9 +142,6 @@ func DecodeRecord(key string, b []byte) (engine.Record, error) {
 		return r, ErrChecksum
 	}
 	version := body[0]
-	if version != RecordVersion && version != RecordVersionLog {
-		return r, fmt.Errorf("%w %d", ErrVersion, version)
-	}
 	r.Kind = engine.Kind(body[1])
 	if r.Kind != engine.KindNone && !r.Kind.Known() { // KindNone: a deletion (replication's stream)
 		return r, fmt.Errorf("%w: kind %d", ErrCorrupt, body[1])

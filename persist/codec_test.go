@@ -45,6 +45,12 @@ func TestCodecVersion(t *testing.T) {
 	enc := appendCRC("k", body)
 	_, err := DecodeRecord("k", enc)
 	require.True(t, errors.Is(err, ErrVersion), "%v", err)
+	// One without a checksum, as versions 3 and 4 are written: what a
+	// downgrade meets. It names the version, not a checksum mismatch.
+	_, err = DecodeRecord("k", append([]byte{5, byte(engine.KindFixed)}, good[2:len(good)-4]...))
+	require.ErrorIs(t, err, ErrVersion)
+	require.ErrorContains(t, err, "version 5")
+	require.ErrorIs(t, CheckRecord([]byte("k"), []byte{5, byte(engine.KindFixed), 1}), ErrVersion)
 }
 
 // TestCodecLogs: a version 2 log round-trips whatever it holds (times
