@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -434,4 +435,78 @@ func BenchmarkPipelinedLog(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(admitted)/float64(b.N), "admitted/op")
+}
+
+// BenchmarkRestoreDelta is a load's apply of RL.LOG deltas (RestoreDelta):
+// 100,000 logs of 60 runs a second apart under a 60 s window, each base
+// restored whole, then each key's delta after one more admission, which
+// also cut its oldest run off the end (so each delta keeps less of its
+// base than the base holds after the join).
+func BenchmarkRestoreDelta(b *testing.B) {
+	const keys, runs = 100_000, 60
+	e := New(16)
+	p := Params{Limit: 1e9, Window: 60e9, Cost: 1}
+	now := int64(1_700_000_000_000_000_000)
+	names := make([][]byte, keys)
+	for i := range names {
+		names[i] = []byte("rl:log:" + strconv.Itoa(i))
+	}
+	admit := func() {
+		for _, k := range names {
+			if _, err := e.Store().Limit(KindLog, k, p, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+		now += 1e9
+	}
+	f := e.NewEncodedFeed(encodeBinary, 0)
+	f.WriteDeltas()
+	for range runs {
+		admit()
+	}
+	base, _ := f.Append(nil) // whole, the first read
+	admit()
+	deltas, _ := f.Append(nil)
+	g := New(16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		for rest := base; len(rest) > 0; {
+			key, kind, state, next := splitEncoded(rest)
+			r, err := DecodeState(string(key), kind, state)
+			if err != nil {
+				b.Fatal(err)
+			}
+			g.Restore(r, math.MinInt64)
+			rest = next
+		}
+		b.StartTimer()
+		n := 0
+		for rest := deltas; len(rest) > 0; n++ {
+			key, kind, state, next := splitEncoded(rest)
+			if kind != KindLog|KindDelta {
+				b.Fatalf("%q: kind %v, not a delta", key, kind)
+			}
+			if _, held, err := g.RestoreDelta(key, state); err != nil || !held {
+				b.Fatalf("%q: held %v, %v", key, held, err)
+			}
+			rest = next
+		}
+		if n != keys {
+			b.Fatalf("%d deltas, want %d", n, keys)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/delta")
+}
+
+// splitEncoded returns the first change encodeBinary wrote in b and what
+// follows it.
+func splitEncoded(b []byte) (key []byte, kind Kind, state, rest []byte) {
+	kind = Kind(b[0])
+	kl, n := binary.Uvarint(b[1:])
+	key = b[1+n : 1+n+int(kl)]
+	b = b[1+n+int(kl):]
+	sl, n := binary.Uvarint(b)
+	return key, kind, b[n : n+int(sl)], b[n+int(sl):]
 }

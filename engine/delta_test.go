@@ -232,3 +232,51 @@ func FuzzRestoreDelta(f *testing.F) {
 		}
 	})
 }
+
+// TestRunsEndAt holds runsEndAt, which counts items from the end, to a
+// walk of the runs from the front: for logs of one to a hundred runs
+// (counts and durations of one byte and of several), every run boundary
+// as from and every end from it to the end of the runs.
+func TestRunsEndAt(t *testing.T) {
+	walk := func(runs []byte, from, end int) bool { // the reference
+		i := from
+		for i < end {
+			_, i = uvarint(runs, i)
+			_, i = durAt(runs, i)
+		}
+		return i == end
+	}
+	r := rand.New(rand.NewPCG(7, 30))
+	checked := 0
+	for range 40 {
+		e := New(1)
+		key := []byte("k")
+		p := Params{Limit: 1 << 40, Window: 1 << 50, Cost: 1}
+		now := int64(1e15)
+		for range 1 + r.IntN(100) {
+			p.Cost = 1 + r.Int64N(3)
+			if r.IntN(8) == 0 {
+				p.Cost = 1 + r.Int64N(1<<20) // a count of several bytes
+			}
+			now += 1 + r.Int64N(1e12) // a duration of one byte or up to six
+			_, err := e.Store().Limit(KindLog, key, p, now)
+			require.NoError(t, err)
+		}
+		s, h := e.shardOf(key)
+		off, _, ok := s.findLocked(h, key)
+		require.True(t, ok)
+		runs := parseHead(s.data, off).runs
+		require.NotEmpty(t, runs)
+		for from := 0; from < len(runs); {
+			for end := from; end <= len(runs); end++ {
+				require.Equal(t, walk(runs, from, end), runsEndAt(runs, from, end), "runs %x from %d end %d", runs, from, end)
+				checked++
+			}
+			_, from = uvarint(runs, from)
+			_, from = durAt(runs, from)
+		}
+		require.False(t, runsEndAt(runs, 1, 0))
+		require.False(t, runsEndAt(runs, 0, len(runs)+1))
+	}
+	t.Logf("%d ends checked", checked)
+}

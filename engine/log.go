@@ -434,15 +434,30 @@ func deltaJoin(runs []byte, dl uint64, since int64) (t, n uint64, ok bool) {
 	return t, n, ok && end == len(runs)
 }
 
-// runsEndAt reports whether a walk of runs from the run boundary from
-// reaches end exactly, at a run boundary.
+// runsEndAt reports whether end, between from and len(runs), is a run
+// boundary of runs, whose runs from the boundary from on are well formed
+// (a record's own). A run is two items, a count and a duration (uvarint,
+// durAt), and an item ends at its first byte under 0x80. So end is a
+// boundary when the byte before it ends an item and an even number of
+// items lie from it to the end of runs, itself a boundary. That counts
+// the bytes of the runs cut off the end, a few, where a walk from from
+// decoded every run kept (a delta's load, RestoreDelta).
 func runsEndAt(runs []byte, from, end int) bool {
-	i := from
-	for i < end {
-		_, i = uvarint(runs, i)
-		_, i = durAt(runs, i)
+	switch {
+	case end < from || end > len(runs):
+		return false
+	case end == from || end == len(runs):
+		return true
+	case runs[end-1] >= 0x80:
+		return false
 	}
-	return i == end
+	items := 0
+	for _, c := range runs[end:] {
+		if c < 0x80 {
+			items++
+		}
+	}
+	return items%2 == 0
 }
 
 // DropExpired removes every key expired at now, marking nothing for the
