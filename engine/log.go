@@ -439,9 +439,9 @@ func deltaJoin(runs []byte, dl uint64, since int64) (t, n uint64, ok bool) {
 // (a record's own). A run is two items, a count and a duration (uvarint,
 // durAt), and an item ends at its first byte under 0x80. So end is a
 // boundary when the byte before it ends an item and an even number of
-// items lie from it to the end of runs, itself a boundary. That counts
-// the bytes of the runs cut off the end, a few, where a walk from from
-// decoded every run kept (a delta's load, RestoreDelta).
+// items lie from it to the end of runs, itself a boundary. So a delta's
+// load (RestoreDelta) reads the bytes of the runs cut off the end, a few,
+// and decodes none of the runs it keeps.
 func runsEndAt(runs []byte, from, end int) bool {
 	switch {
 	case end < from || end > len(runs):
