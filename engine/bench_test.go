@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -472,19 +471,11 @@ func BenchmarkRestoreDelta(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		for rest := base; len(rest) > 0; {
-			key, kind, state, next := splitEncoded(rest)
-			r, err := DecodeState(string(key), kind, state)
-			if err != nil {
-				b.Fatal(err)
-			}
-			g.Restore(r, math.MinInt64)
-			rest = next
-		}
+		applyBinary(b, g, base)
 		b.StartTimer()
 		n := 0
 		for rest := deltas; len(rest) > 0; n++ {
-			key, kind, state, next := splitEncoded(rest)
+			key, kind, state, next := nextBinary(rest)
 			if kind != KindLog|KindDelta {
 				b.Fatalf("%q: kind %v, not a delta", key, kind)
 			}
@@ -498,15 +489,4 @@ func BenchmarkRestoreDelta(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/delta")
-}
-
-// splitEncoded returns the first change encodeBinary wrote in b and what
-// follows it.
-func splitEncoded(b []byte) (key []byte, kind Kind, state, rest []byte) {
-	kind = Kind(b[0])
-	kl, n := binary.Uvarint(b[1:])
-	key = b[1+n : 1+n+int(kl)]
-	b = b[1+n+int(kl):]
-	sl, n := binary.Uvarint(b)
-	return key, kind, b[n : n+int(sl)], b[n+int(sl):]
 }

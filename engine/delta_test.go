@@ -24,16 +24,12 @@ func encodeBinary(dst, key []byte, kind Kind, state []byte) []byte {
 // applyBinary applies what encodeBinary wrote to e as a load would:
 // deletions and whole records restored (an RL.LOG's kept whatever its
 // deadline), deltas by RestoreDelta. It returns the deltas applied.
-func applyBinary(t *testing.T, e *Engine, b []byte) (deltas int) {
+func applyBinary(t testing.TB, e *Engine, b []byte) (deltas int) {
 	t.Helper()
 	for len(b) > 0 {
-		kind := Kind(b[0])
-		kl, n := binary.Uvarint(b[1:])
-		key := b[1+n : 1+n+int(kl)]
-		b = b[1+n+int(kl):]
-		sl, n := binary.Uvarint(b)
-		state := b[n : n+int(sl)]
-		b = b[n+int(sl):]
+		var key, state []byte
+		var kind Kind
+		key, kind, state, b = nextBinary(b)
 		switch {
 		case kind&KindDelta != 0:
 			require.Equal(t, KindLog|KindDelta, kind)
@@ -199,17 +195,19 @@ func aDelta(t testing.TB, key []byte, p Params, now int64) (e *Engine, base, del
 	require.NoError(t, err)
 	b, _ := f.Append(nil)
 	require.Equal(t, KindLog|KindDelta, Kind(b[0]), "a delta")
-	_, delta = splitBinary(b)
+	_, _, delta, _ = nextBinary(b)
 	return e, base, delta
 }
 
-// splitBinary returns the key and state of the one change in b.
-func splitBinary(b []byte) (key, state []byte) {
+// nextBinary returns the first change encodeBinary wrote in b, and what
+// follows it.
+func nextBinary(b []byte) (key []byte, kind Kind, state, rest []byte) {
+	kind = Kind(b[0])
 	kl, n := binary.Uvarint(b[1:])
 	key = b[1+n : 1+n+int(kl)]
 	b = b[1+n+int(kl):]
 	sl, n := binary.Uvarint(b)
-	return key, b[n : n+int(sl)]
+	return key, kind, b[n : n+int(sl)], b[n+int(sl):]
 }
 
 // FuzzRestoreDelta: no delta crashes its apply, over a base or none.
