@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"strings"
-
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 )
@@ -41,31 +39,27 @@ type allScratch struct {
 // allParams is how many parameters each algorithm takes after its name
 // (any case).
 func allParams(alg []byte) (engine.Kind, int, bool) {
-	var buf [6]byte
-	if len(alg) > len(buf) {
-		return 0, 0, false
-	}
-	for i, c := range alg {
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
+	for _, a := range allAlgorithms {
+		if isWord(alg, a.name) {
+			return a.kind, a.params, true
 		}
-		buf[i] = c
-	}
-	switch string(buf[:len(alg)]) {
-	case "FIXED":
-		return engine.KindFixed, 2, true
-	case "SLIDE":
-		return engine.KindSlide, 2, true
-	case "LOG":
-		return engine.KindLog, 2, true
-	case "BUCKET":
-		return engine.KindBucket, 3, true
-	case "GCRA":
-		return engine.KindThrottle, 3, true
-	case "LEASE":
-		return engine.KindLease, 2, true
 	}
 	return 0, 0, false
+}
+
+// allAlgorithms are RL.ALL's algorithms: each name, upper case, its kind
+// and how many parameters it takes.
+var allAlgorithms = [...]struct {
+	name   string
+	kind   engine.Kind
+	params int
+}{
+	{"FIXED", engine.KindFixed, 2},
+	{"SLIDE", engine.KindSlide, 2},
+	{"LOG", engine.KindLog, 2},
+	{"BUCKET", engine.KindBucket, 3},
+	{"GCRA", engine.KindThrottle, 3},
+	{"LEASE", engine.KindLease, 2},
 }
 
 // allGroup reads the group whose key is args[key]: its kind, its
@@ -88,9 +82,9 @@ func allGroup(args [][]byte, key int) (kind engine.Kind, params [][]byte, opt al
 	for end < len(args) {
 		var slot *[]byte
 		switch {
-		case strings.EqualFold(string(args[end]), "COST") && opt.cost == nil:
+		case isWord(args[end], "COST") && opt.cost == nil:
 			slot = &opt.cost
-		case strings.EqualFold(string(args[end]), "RESERVE") && opt.wait == nil:
+		case isWord(args[end], "RESERVE") && opt.wait == nil:
 			slot = &opt.wait
 		default:
 			return kind, params, opt, end, nil
@@ -133,7 +127,7 @@ func allWalk(args [][]byte, group func(g, key int) (end int, err error)) (int, e
 			return g, err
 		case end == len(args):
 			return 0, nil
-		case !strings.EqualFold(string(args[end]), "AND"):
+		case !isWord(args[end], "AND"):
 			return g, ErrSyntax
 		}
 		key = end + 1
@@ -165,7 +159,7 @@ func (m *allMemo) match(args [][]byte, key int) (end int, ok bool) {
 			return 0, false
 		}
 	}
-	if end < len(args) && !strings.EqualFold(string(args[end]), "AND") {
+	if end < len(args) && !isWord(args[end], "AND") {
 		return 0, false
 	}
 	return end, true
@@ -209,7 +203,7 @@ func allNextKey(args [][]byte, after int) int {
 		return 0
 	}
 	_, _, _, end, err := allGroup(args, after)
-	if err != nil || end+1 >= len(args) || !strings.EqualFold(string(args[end]), "AND") {
+	if err != nil || end+1 >= len(args) || !isWord(args[end], "AND") {
 		return 0
 	}
 	return end + 1

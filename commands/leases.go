@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"strings"
-
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 )
@@ -33,7 +31,7 @@ func writeLeaseReply(w Writer, r engine.Result) {
 // cmdRelease is RL.RELEASE key token|ANY.
 func cmdRelease(x *Ctx) {
 	token, ok := parseInt64(x.Args[2])
-	anyLease := !ok && strings.EqualFold(string(x.Args[2]), "ANY")
+	anyLease := !ok && isWord(x.Args[2], "ANY")
 	if !ok && !anyLease {
 		x.Error(ErrNotInteger)
 		return

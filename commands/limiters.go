@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"strings"
-
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 )
@@ -76,14 +74,14 @@ func parseLimitArgs(kind engine.Kind, args [][]byte) (p engine.Params, wait int6
 			return p, 0, false, ErrSyntax
 		}
 		switch {
-		case strings.EqualFold(string(rest[0]), "COST"):
+		case isWord(rest[0], "COST"):
 			if p.Cost, ok = parseInt64(rest[1]); !ok {
 				return p, 0, false, ErrNotInteger
 			}
 			if p.Cost < 0 {
 				return p, 0, false, ErrNotPositive
 			}
-		case strings.EqualFold(string(rest[0]), "RESERVE") && kind != engine.KindLease:
+		case isWord(rest[0], "RESERVE") && kind != engine.KindLease:
 			if kind == engine.KindSlide {
 				return p, 0, false, ErrSlideReserve
 			}
@@ -157,7 +155,7 @@ func cmdCancel(x *Ctx) {
 // (the one that counts) is 0. Other arguments are checked when it runs.
 func limiterPeek(args [][]byte) bool {
 	for i := len(args) - 2; i >= 2; i-- {
-		if strings.EqualFold(string(args[i]), "COST") {
+		if isWord(args[i], "COST") {
 			v, ok := parseInt64(args[i+1])
 			return ok && v == 0
 		}

@@ -62,3 +62,18 @@ func parseDigits(b []byte) (uint64, bool) {
 	}
 	return u, true
 }
+
+// isWord reports whether b is the keyword word, an upper-case ASCII
+// word, in any case: ASCII case only, as Redis's strcasecmp, so that no
+// other Unicode letter stands for one of its letters.
+func isWord(b []byte, word string) bool {
+	if len(b) != len(word) {
+		return false
+	}
+	for i := range len(b) {
+		if b[i]&^0x20 != word[i] { // a letter's two cases differ in bit 5 alone
+			return false
+		}
+	}
+	return true
+}
