@@ -139,8 +139,10 @@ func (st Store) Decide(b *Batch, now int64) (limited bool, at int, err error) {
 	if n > 1 && st.e.large.Load() {
 		// The keys' slots, then their records, in two passes: their
 		// cache misses overlap instead of following one another
-		// (prefetch.go). A pipelined batch's Prefetch took only the first
-		// key of each command.
+		// (prefetch.go). A pipelined batch's Prefetch took every key of its
+		// first calls, up to PrefetchMax, and none of the others' (or of a
+		// call that comes another way: EXEC, the Envoy front); for the
+		// keys it took, this pass finds them cached.
 		var hs [PrefetchMax]uint64
 		k := min(n, PrefetchMax)
 		for i := range k {

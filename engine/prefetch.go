@@ -65,6 +65,10 @@ func (e *Engine) Prefetch(keys [][]byte) uint64 {
 	return sink
 }
 
+// Prefetches reports whether Prefetch loads anything: some shard's table
+// has reached prefetchMinSlots. Until then a caller need not gather keys.
+func (e *Engine) Prefetches() bool { return e.large.Load() }
+
 // prefetchLocked loads the table slots of the keys hashed hs in one pass
 // and their records in a second (see Prefetch), their shards' locks held.
 //

@@ -28,11 +28,12 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	}
 	require.Zero(t, e.Prefetch(nil))
 	e.Prefetch(keys(0, 10)) // an empty, small keyspace: nothing to do
+	require.False(t, e.Prefetches())
 	for i := 0; i < 4*prefetchMinSlots; i++ {
 		_, err := st.Limit(KindFixed, []byte(fmt.Sprint("k", i)), p, now)
 		require.NoError(t, err)
 	}
-	require.True(t, e.large.Load())
+	require.True(t, e.Prefetches())
 	var before []Record
 	e.Dump(now, func(r Record) { before = append(before, r) })
 	var wg sync.WaitGroup

@@ -232,9 +232,11 @@ func (n *Node) clientOf(s *commands.Session) *Client {
 	return n.clients[s.ID]
 }
 
-// AppendKey appends the first key of the command args to keys, if the
-// command has one, for Prefetch. Call it from the client's connection
-// goroutine, as Exec.
+// AppendKey appends the keys of the command args to keys, for Prefetch:
+// the first key of a command with a key range, every key of one that
+// finds its keys in its arguments (RL.ALL: each limit's, which its
+// decision looks up one after the other), while keys holds fewer than
+// PrefetchMax. Call it from the client's connection goroutine, as Exec.
 func (n *Node) AppendKey(keys [][]byte, c *Client, args [][]byte) [][]byte {
 	if len(args) < 2 {
 		return keys
@@ -243,12 +245,23 @@ func (n *Node) AppendKey(keys [][]byte, c *Client, args [][]byte) [][]byte {
 	if cmd == nil || cmd.FirstKey <= 0 || cmd.FirstKey >= len(args) {
 		return keys
 	}
-	return append(keys, args[cmd.FirstKey])
+	if cmd.NextKey == nil {
+		return append(keys, args[cmd.FirstKey])
+	}
+	for i := cmd.NextKey(args, 0); i > 0 && len(keys) < PrefetchMax; i = cmd.NextKey(args, i) {
+		keys = append(keys, args[i])
+	}
+	return keys
 }
 
 // Prefetch brings the keys' state into the CPU cache ahead of the commands
 // that will use them (engine.Prefetch): a connection's pipelined batch.
 func (n *Node) Prefetch(keys [][]byte) { n.engine.Prefetch(keys) }
+
+// Prefetches reports whether Prefetch loads anything (engine.Prefetches):
+// on a small keyspace, which stays in the CPU cache, a connection need not
+// gather its batch's keys.
+func (n *Node) Prefetches() bool { return n.engine.Prefetches() }
 
 // PrefetchMax is how many keys one Prefetch call takes at most
 // (engine.PrefetchMax), for the connections that gather them.

@@ -230,3 +230,38 @@ func BenchmarkDispatchLarge(b *testing.B) {
 		})
 	}
 }
+
+// TestAppendKeyTakesEveryLimit checks the keys a connection prefetches for
+// a pipelined batch: a command's first key, every key of an RL.ALL call
+// (each limit's, which its decision looks up in turn), as far as its
+// groups are well formed, and never more than PrefetchMax in all.
+func TestAppendKeyTakesEveryLimit(t *testing.T) {
+	s := node.New(node.Config{Shards: 16, MaxClients: 10}, engine.New(16), clock.NewManual(1_700_000_000_000_000_000), node.Options{})
+	c, _ := s.NewClient("t", "t", nil)
+	full := make([][]byte, node.PrefetchMax-1)
+	for _, tc := range []struct {
+		held int // keys already gathered
+		cmd  []string
+		want []string
+	}{
+		{0, []string{"RL.FIXED", "f", "10", "1s"}, []string{"f"}},
+		{0, []string{"DEL", "a", "b"}, []string{"a"}},
+		{0, []string{"PING"}, nil},
+		{0, []string{"GET"}, nil},
+		{0, []string{"RL.ALL", "{t}:s", "BUCKET", "1", "1", "1s", "and", "{t}:d", "FIXED", "5", "1d", "COST", "0", "AND", "{t}", "SLIDE", "9", "1m"}, []string{"{t}:s", "{t}:d", "{t}"}},
+		{0, []string{"rl.all", "AND", "FIXED", "1", "1s", "AND", "COST", "LOG", "2", "1s"}, []string{"AND", "COST"}},
+		// Malformed: the keys up to the first bad group.
+		{0, []string{"RL.ALL", "a", "FIXED", "1", "1s", "AND", "b", "FLOOD", "1", "1s", "AND", "c", "FIXED", "1", "1s"}, []string{"a", "b"}},
+		{0, []string{"RL.ALL", "a", "FIXED", "1", "1s", "OR", "b", "FIXED", "1", "1s"}, []string{"a"}},
+		{len(full), []string{"RL.ALL", "a", "FIXED", "1", "1s", "AND", "b", "FIXED", "1", "1s"}, []string{"a"}},
+	} {
+		keys := s.AppendKey(full[:tc.held], c, rltest.Argv(tc.cmd...))
+		var got []string
+		for _, k := range keys[tc.held:] {
+			got = append(got, string(k))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%q after %d keys: %q, want %q", tc.cmd, tc.held, got, tc.want)
+		}
+	}
+}

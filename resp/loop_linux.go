@@ -686,7 +686,7 @@ func (l *loop) handle(lc *lconn, events uint32) {
 		if err == errWouldBlock {
 			break
 		}
-		if first && err == nil && lc.rd.Buffered() > 0 {
+		if first && err == nil && lc.rd.Buffered() > 0 && srv.Prefetches() {
 			l.prefetch(lc, args)
 		}
 		if err != nil {
