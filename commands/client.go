@@ -294,10 +294,10 @@ func cmdClientPause(x *Ctx) {
 	}
 	all := true
 	if len(x.Args) == 4 {
-		switch m := string(x.Args[3]); {
-		case strings.EqualFold(m, "write"):
+		switch m := x.Args[3]; {
+		case isWord(m, "WRITE"):
 			all = false
-		case strings.EqualFold(m, "all"):
+		case isWord(m, "ALL"):
 		default:
 			x.Error(ErrPauseMode)
 			return

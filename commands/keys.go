@@ -285,7 +285,7 @@ func cmdScan(x *Ctx) {
 }
 
 func cmdMemoryUsage(x *Ctx) {
-	if len(x.Args) != 3 && !(len(x.Args) == 5 && strings.EqualFold(string(x.Args[3]), "SAMPLES")) {
+	if len(x.Args) != 3 && !(len(x.Args) == 5 && isWord(x.Args[3], "SAMPLES")) {
 		x.Error(ErrSyntax)
 		return
 	}

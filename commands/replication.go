@@ -11,7 +11,7 @@ import (
 
 func cmdReplicaOf(x *Ctx) {
 	host, port := x.Args[1], x.Args[2]
-	if strings.EqualFold(string(host), "no") && strings.EqualFold(string(port), "one") {
+	if isWord(host, "NO") && isWord(port, "ONE") {
 		if err := x.N.ReplicaOfNoOne(x.C); err != nil {
 			x.Error(err)
 			return
@@ -125,7 +125,7 @@ func cmdPsync(x *Ctx) {
 		x.Error(ErrNotInteger)
 		return
 	}
-	failover := len(x.Args) > 3 && strings.EqualFold(string(x.Args[3]), "failover")
+	failover := len(x.Args) > 3 && isWord(x.Args[3], "FAILOVER")
 	if err := x.N.Psync(x.C, string(x.Args[1]), off, failover); err != nil {
 		x.Error(err)
 	}
@@ -146,14 +146,14 @@ type FailoverArgs struct {
 func cmdFailover(x *Ctx) {
 	var a FailoverArgs
 	args := x.Args[1:]
-	if len(args) == 1 && strings.EqualFold(string(args[0]), "abort") {
+	if len(args) == 1 && isWord(args[0], "ABORT") {
 		a.Abort = true
 		args = nil
 	}
 	to := false
 	for i := 0; i < len(args); i++ {
-		switch opt := string(args[i]); {
-		case strings.EqualFold(opt, "timeout") && i+1 < len(args) && a.Timeout == 0:
+		switch opt := args[i]; {
+		case isWord(opt, "TIMEOUT") && i+1 < len(args) && a.Timeout == 0:
 			ms, ok := parseInt64(args[i+1])
 			if !ok {
 				x.Error(ErrNotInteger)
@@ -165,7 +165,7 @@ func cmdFailover(x *Ctx) {
 			}
 			a.Timeout = millis(ms)
 			i++
-		case strings.EqualFold(opt, "to") && i+2 < len(args) && !to:
+		case isWord(opt, "TO") && i+2 < len(args) && !to:
 			p, ok := parseInt64(args[i+2])
 			if !ok {
 				x.Error(ErrNotInteger)
@@ -173,7 +173,7 @@ func cmdFailover(x *Ctx) {
 			}
 			to, a.Host, a.Port = true, string(args[i+1]), int(min(max(p, -1), 1<<20))
 			i += 2
-		case strings.EqualFold(opt, "force") && !a.Force:
+		case isWord(opt, "FORCE") && !a.Force:
 			a.Force = true
 		default:
 			x.Error(ErrSyntax)

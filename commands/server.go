@@ -125,7 +125,7 @@ func cmdBgsave(x *Ctx) {
 		x.Error(ErrPersistOff)
 		return
 	}
-	if len(x.Args) > 2 || (len(x.Args) == 2 && !strings.EqualFold(string(x.Args[1]), "SCHEDULE")) {
+	if len(x.Args) > 2 || (len(x.Args) == 2 && !isWord(x.Args[1], "SCHEDULE")) {
 		x.Error(ErrSyntax)
 		return
 	}
