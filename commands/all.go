@@ -37,7 +37,7 @@ type allScratch struct {
 }
 
 // allParams is how many parameters each algorithm takes after its name
-// (any case).
+// (in any ASCII case).
 func allParams(alg []byte) (engine.Kind, int, bool) {
 	for _, a := range allAlgorithms {
 		if isWord(alg, a.name) {

@@ -63,9 +63,10 @@ func parseDigits(b []byte) (uint64, bool) {
 	return u, true
 }
 
-// isWord reports whether b is the keyword word, an upper-case ASCII
-// word, in any case: ASCII case only, as Redis's strcasecmp, so that no
-// other Unicode letter stands for one of its letters.
+// isWord reports whether b is the keyword word in any ASCII case, as
+// Redis's strcasecmp compares: no other Unicode letter stands for one of
+// its letters. word must be upper-case ASCII letters only (the test below
+// relies on it).
 func isWord(b []byte, word string) bool {
 	if len(b) != len(word) {
 		return false
