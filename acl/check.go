@@ -1,6 +1,9 @@
 package acl
 
-import "github.com/rlserver/rlserver/glob"
+import (
+	"github.com/rlserver/rlserver/glob"
+	"github.com/rlserver/rlserver/internal/ascii"
+)
 
 // Denial is why rules refuse a call, or Allowed.
 type Denial uint8
@@ -88,31 +91,11 @@ func (s *commandSet) firstArgAllowed(id int, args [][]byte) bool {
 		return false
 	}
 	for _, a := range s.firstArgs[id] {
-		if equalFold(args[1], a) {
+		if ascii.EqualFold(args[1], a) {
 			return true
 		}
 	}
 	return false
-}
-
-// equalFold compares ASCII without case, as Redis's strcasecmp.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // AllowsSubscription reports whether the rules let a client stay

@@ -3,6 +3,7 @@ package commands
 import (
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // RL.ALL key ALG args... [COST n] [RESERVE maxwait] [AND key ALG args... [COST n] [RESERVE maxwait]]...
@@ -40,7 +41,7 @@ type allScratch struct {
 // (in any ASCII case).
 func allParams(alg []byte) (engine.Kind, int, bool) {
 	for _, a := range allAlgorithms {
-		if isWord(alg, a.name) {
+		if ascii.EqualFold(alg, a.name) {
 			return a.kind, a.params, true
 		}
 	}
@@ -82,9 +83,9 @@ func allGroup(args [][]byte, key int) (kind engine.Kind, params [][]byte, opt al
 	for end < len(args) {
 		var slot *[]byte
 		switch {
-		case isWord(args[end], "COST") && opt.cost == nil:
+		case ascii.EqualFold(args[end], "COST") && opt.cost == nil:
 			slot = &opt.cost
-		case isWord(args[end], "RESERVE") && opt.wait == nil:
+		case ascii.EqualFold(args[end], "RESERVE") && opt.wait == nil:
 			slot = &opt.wait
 		default:
 			return kind, params, opt, end, nil
@@ -127,7 +128,7 @@ func allWalk(args [][]byte, group func(g, key int) (end int, err error)) (int, e
 			return g, err
 		case end == len(args):
 			return 0, nil
-		case !isWord(args[end], "AND"):
+		case !ascii.EqualFold(args[end], "AND"):
 			return g, ErrSyntax
 		}
 		key = end + 1
@@ -159,7 +160,7 @@ func (m *allMemo) match(args [][]byte, key int) (end int, ok bool) {
 			return 0, false
 		}
 	}
-	if end < len(args) && !isWord(args[end], "AND") {
+	if end < len(args) && !ascii.EqualFold(args[end], "AND") {
 		return 0, false
 	}
 	return end, true
@@ -203,7 +204,7 @@ func allNextKey(args [][]byte, after int) int {
 		return 0
 	}
 	_, _, _, end, err := allGroup(args, after)
-	if err != nil || end+1 >= len(args) || !isWord(args[end], "AND") {
+	if err != nil || end+1 >= len(args) || !ascii.EqualFold(args[end], "AND") {
 		return 0
 	}
 	return end + 1

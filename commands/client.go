@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"github.com/rlserver/rlserver/internal/ascii"
 	"strings"
 	"time"
 )
@@ -295,9 +296,9 @@ func cmdClientPause(x *Ctx) {
 	all := true
 	if len(x.Args) == 4 {
 		switch m := x.Args[3]; {
-		case isWord(m, "WRITE"):
+		case ascii.EqualFold(m, "WRITE"):
 			all = false
-		case isWord(m, "ALL"):
+		case ascii.EqualFold(m, "ALL"):
 		default:
 			x.Error(ErrPauseMode)
 			return

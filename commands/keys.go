@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/glob"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 func cmdDel(x *Ctx) {
@@ -285,7 +286,7 @@ func cmdScan(x *Ctx) {
 }
 
 func cmdMemoryUsage(x *Ctx) {
-	if len(x.Args) != 3 && !(len(x.Args) == 5 && isWord(x.Args[3], "SAMPLES")) {
+	if len(x.Args) != 3 && !(len(x.Args) == 5 && ascii.EqualFold(x.Args[3], "SAMPLES")) {
 		x.Error(ErrSyntax)
 		return
 	}

@@ -3,6 +3,7 @@ package commands
 import (
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Concurrency limits: leases on the server clock, with fencing tokens
@@ -31,7 +32,7 @@ func writeLeaseReply(w Writer, r engine.Result) {
 // cmdRelease is RL.RELEASE key token|ANY.
 func cmdRelease(x *Ctx) {
 	token, ok := parseInt64(x.Args[2])
-	anyLease := !ok && isWord(x.Args[2], "ANY")
+	anyLease := !ok && ascii.EqualFold(x.Args[2], "ANY")
 	if !ok && !anyLease {
 		x.Error(ErrNotInteger)
 		return

@@ -3,6 +3,7 @@ package commands
 import (
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // limiter returns the handler of an RL.* command: RL.FIXED, RL.LOG and
@@ -74,14 +75,14 @@ func parseLimitArgs(kind engine.Kind, args [][]byte) (p engine.Params, wait int6
 			return p, 0, false, ErrSyntax
 		}
 		switch {
-		case isWord(rest[0], "COST"):
+		case ascii.EqualFold(rest[0], "COST"):
 			if p.Cost, ok = parseInt64(rest[1]); !ok {
 				return p, 0, false, ErrNotInteger
 			}
 			if p.Cost < 0 {
 				return p, 0, false, ErrNotPositive
 			}
-		case isWord(rest[0], "RESERVE") && kind != engine.KindLease:
+		case ascii.EqualFold(rest[0], "RESERVE") && kind != engine.KindLease:
 			if kind == engine.KindSlide {
 				return p, 0, false, ErrSlideReserve
 			}
@@ -155,7 +156,7 @@ func cmdCancel(x *Ctx) {
 // (the one that counts) is 0. Other arguments are checked when it runs.
 func limiterPeek(args [][]byte) bool {
 	for i := len(args) - 2; i >= 2; i-- {
-		if isWord(args[i], "COST") {
+		if ascii.EqualFold(args[i], "COST") {
 			v, ok := parseInt64(args[i+1])
 			return ok && v == 0
 		}

@@ -62,19 +62,3 @@ func parseDigits(b []byte) (uint64, bool) {
 	}
 	return u, true
 }
-
-// isWord reports whether b is the keyword word in any ASCII case, as
-// Redis's strcasecmp compares: no other Unicode letter stands for one of
-// its letters. word must be upper-case ASCII letters only (the test below
-// relies on it).
-func isWord(b []byte, word string) bool {
-	if len(b) != len(word) {
-		return false
-	}
-	for i := range len(b) {
-		if b[i]&^0x20 != word[i] { // a letter's two cases differ in bit 5 alone
-			return false
-		}
-	}
-	return true
-}

@@ -40,31 +40,3 @@ func TestParseInt64MatchesStrconv(t *testing.T) {
 		}
 	}
 }
-
-// TestIsWordFoldsASCIIOnly holds isWord to a plain ASCII case fold of
-// every byte at every position of the grammar's keywords, and to Redis's
-// strcasecmp: a Unicode letter that folds to one of a keyword's letters
-// (ſ, U+017F, to S) is not that letter.
-func TestIsWordFoldsASCIIOnly(t *testing.T) {
-	lower := func(c byte) byte {
-		if 'A' <= c && c <= 'Z' {
-			return c + 'a' - 'A'
-		}
-		return c
-	}
-	for _, word := range []string{"AND", "COST", "RESERVE", "ANY", "FIXED", "SLIDE", "LOG", "BUCKET", "GCRA", "LEASE"} {
-		b := []byte(word)
-		for i := range b {
-			for c := range 256 {
-				b[i] = byte(c)
-				want := lower(byte(c)) == lower(word[i])
-				require.Equal(t, want, isWord(b, word), "%q against %s", b, word)
-			}
-			b[i] = word[i]
-		}
-		require.False(t, isWord(b[:len(b)-1], word))
-		require.False(t, isWord(append(b, 'S'), word))
-	}
-	require.False(t, isWord([]byte("CO\u017fT"), "COST"))
-	require.False(t, isWord([]byte("CO\u017f"), "COS"))
-}

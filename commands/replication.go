@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/rlserver/rlserver/internal/ascii"
 	"strconv"
 	"strings"
 	"time"
@@ -11,7 +12,7 @@ import (
 
 func cmdReplicaOf(x *Ctx) {
 	host, port := x.Args[1], x.Args[2]
-	if isWord(host, "NO") && isWord(port, "ONE") {
+	if ascii.EqualFold(host, "NO") && ascii.EqualFold(port, "ONE") {
 		if err := x.N.ReplicaOfNoOne(x.C); err != nil {
 			x.Error(err)
 			return
@@ -125,7 +126,7 @@ func cmdPsync(x *Ctx) {
 		x.Error(ErrNotInteger)
 		return
 	}
-	failover := len(x.Args) > 3 && isWord(x.Args[3], "FAILOVER")
+	failover := len(x.Args) > 3 && ascii.EqualFold(x.Args[3], "FAILOVER")
 	if err := x.N.Psync(x.C, string(x.Args[1]), off, failover); err != nil {
 		x.Error(err)
 	}
@@ -146,14 +147,14 @@ type FailoverArgs struct {
 func cmdFailover(x *Ctx) {
 	var a FailoverArgs
 	args := x.Args[1:]
-	if len(args) == 1 && isWord(args[0], "ABORT") {
+	if len(args) == 1 && ascii.EqualFold(args[0], "ABORT") {
 		a.Abort = true
 		args = nil
 	}
 	to := false
 	for i := 0; i < len(args); i++ {
 		switch opt := args[i]; {
-		case isWord(opt, "TIMEOUT") && i+1 < len(args) && a.Timeout == 0:
+		case ascii.EqualFold(opt, "TIMEOUT") && i+1 < len(args) && a.Timeout == 0:
 			ms, ok := parseInt64(args[i+1])
 			if !ok {
 				x.Error(ErrNotInteger)
@@ -165,7 +166,7 @@ func cmdFailover(x *Ctx) {
 			}
 			a.Timeout = millis(ms)
 			i++
-		case isWord(opt, "TO") && i+2 < len(args) && !to:
+		case ascii.EqualFold(opt, "TO") && i+2 < len(args) && !to:
 			p, ok := parseInt64(args[i+2])
 			if !ok {
 				x.Error(ErrNotInteger)
@@ -173,7 +174,7 @@ func cmdFailover(x *Ctx) {
 			}
 			to, a.Host, a.Port = true, string(args[i+1]), int(min(max(p, -1), 1<<20))
 			i += 2
-		case isWord(opt, "FORCE") && !a.Force:
+		case ascii.EqualFold(opt, "FORCE") && !a.Force:
 			a.Force = true
 		default:
 			x.Error(ErrSyntax)

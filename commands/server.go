@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/glob"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // The server family: INFO, CONFIG, TIME, DEBUG CLOCK, SAVE, BGSAVE,
@@ -125,7 +126,7 @@ func cmdBgsave(x *Ctx) {
 		x.Error(ErrPersistOff)
 		return
 	}
-	if len(x.Args) > 2 || (len(x.Args) == 2 && !isWord(x.Args[1], "SCHEDULE")) {
+	if len(x.Args) > 2 || (len(x.Args) == 2 && !ascii.EqualFold(x.Args[1], "SCHEDULE")) {
 		x.Error(ErrSyntax)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Exec runs one command for client c, writing its reply to w. args[0] is
@@ -307,30 +308,13 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 	x.Args = nil
 }
 
-// equalFoldASCII compares a command name from the wire with a lower-case
-// table name, ignoring ASCII case.
-func equalFoldASCII(b []byte, lower string) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // commandNamed finds the top-level command name in the table. Clients
 // mostly repeat one command: the client's last one is tried first, which
 // saves the lower-casing and the map lookup. It runs on the client's
 // connection goroutine only (the cache is not shared).
 func (n *Node) commandNamed(c *Client, name []byte) *commands.Command {
 	cmd := c.lastLookup
-	if cmd == nil || !equalFoldASCII(name, cmd.Name) {
+	if cmd == nil || !ascii.EqualFold(name, cmd.Name) {
 		cmd = n.table.Lookup(name)
 		if cmd != nil {
 			c.lastLookup = cmd

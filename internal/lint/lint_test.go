@@ -13,8 +13,8 @@ import (
 
 // TestDependenciesPointOneWay: engine and clock import only the standard
 // library and internal/sat (and engine the clock and internal/zigzag),
-// internal/zigzag nothing, cluster only the
-// clock, glob only the standard library, acl only glob; persist never reaches
+// internal/zigzag and internal/ascii nothing, cluster only the
+// clock, glob only the standard library, acl only glob and internal/ascii; persist never reaches
 // the wire; nothing imports cmd/.
 func TestDependenciesPointOneWay(t *testing.T) {
 	deps := func(pkg string) []string {
@@ -29,12 +29,13 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		mod + "clock":           {mod + "clock", mod + "internal/sat"},
 		mod + "engine":          {mod + "engine", mod + "clock", mod + "internal/sat", mod + "internal/zigzag"},
 		mod + "internal/zigzag": {mod + "internal/zigzag"},
+		mod + "internal/ascii":  {mod + "internal/ascii"},
 		// cluster holds the map and the routing view; the node installs
 		// what it carries (Options.Import).
 		mod + "cluster": {mod + "cluster", mod + "clock", mod + "internal/sat"},
 		// The users' rules are pure: the commands package describes the
 		// table to them, the node applies them.
-		mod + "acl":  {mod + "acl", mod + "glob"},
+		mod + "acl":  {mod + "acl", mod + "glob", mod + "internal/ascii"},
 		mod + "glob": {mod + "glob"},
 	} {
 		for _, d := range deps(pkg) {
