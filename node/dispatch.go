@@ -249,9 +249,11 @@ func (n *Node) AppendKey(keys [][]byte, c *Client, args [][]byte) [][]byte {
 	if cmd.NextKey == nil {
 		return append(keys, args[cmd.FirstKey])
 	}
-	for i := cmd.NextKey(args, 0); i > 0 && len(keys) < PrefetchMax; i = cmd.NextKey(args, i) {
-		keys = append(keys, args[i])
-	}
+	cmd.KeyPositions(args, func(i int) {
+		if len(keys) < PrefetchMax {
+			keys = append(keys, args[i])
+		}
+	})
 	return keys
 }
 
