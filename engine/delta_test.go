@@ -239,8 +239,7 @@ func TestRunsEndAt(t *testing.T) {
 	walk := func(runs []byte, from, end int) bool { // the reference
 		i := from
 		for i < end {
-			_, i = uvarint(runs, i)
-			_, i = durAt(runs, i)
+			_, _, i = logRunAt(runs, i, 0)
 		}
 		return i == end
 	}
@@ -270,8 +269,7 @@ func TestRunsEndAt(t *testing.T) {
 				require.Equal(t, walk(runs, from, end), runsEndAt(runs, from, end), "runs %x from %d end %d", runs, from, end)
 				checked++
 			}
-			_, from = uvarint(runs, from)
-			_, from = durAt(runs, from)
+			_, _, from = logRunAt(runs, from, 0)
 		}
 		require.False(t, runsEndAt(runs, 1, 0))
 		require.False(t, runsEndAt(runs, 0, len(runs)+1))
