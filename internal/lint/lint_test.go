@@ -13,9 +13,9 @@ import (
 
 // TestDependenciesPointOneWay: engine and clock import only the standard
 // library and internal/sat (and engine the clock and internal/zigzag),
-// internal/zigzag and internal/ascii nothing, cluster only the
-// clock, glob only the standard library, acl only glob and internal/ascii; persist never reaches
-// the wire; nothing imports cmd/.
+// internal/zigzag and internal/ascii nothing, cluster only the clock, glob
+// only the standard library, acl only glob and internal/ascii; persist
+// never reaches the wire; nothing imports cmd/.
 func TestDependenciesPointOneWay(t *testing.T) {
 	deps := func(pkg string) []string {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
