@@ -98,6 +98,7 @@ func TestCheck(t *testing.T) {
 		}, map[string]int{"SUBSCRIBE news.a other": 2}},
 		{"~* +@all resetchannels", map[string]acl.Denial{"PUBLISH c m": ch, "PING": ok}, nil},
 		{"~* +@all reset", map[string]acl.Denial{"PING": cmd, "HELLO": ok}, nil},
+		{"ON NOPASS ALLKEYS +@READ", map[string]acl.Denial{"GET k": ok, "DEL k": cmd}, nil},
 	} {
 		r := rules(t, tc.rules)
 		for call, want := range tc.calls {
@@ -139,6 +140,10 @@ func TestRuleErrors(t *testing.T) {
 		{"<pw", "<pw", acl.NoSuchPassword},
 		{">other !" + pwHash, "!" + pwHash, acl.NoSuchPassword},
 		{"(~* +get)", "(~*", acl.BadSyntax},
+		// Words and categories match in ASCII case only, as Redis's
+		// strcasecmp: ſ (U+017F) folds to s in Unicode, not here.
+		{"re\u017fetpass", "re\u017fetpass", acl.BadSyntax},
+		{"~* +@\u017flow", "+@\u017flow", acl.UnknownName},
 	} {
 		r := rules(t, "on")
 		_, err := r.Apply(catalog, strings.Fields(tc.rules)...)

@@ -20,7 +20,8 @@ package acl
 
 import (
 	"sort"
-	"strings"
+
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Categories is a set of ACL categories, one bit each, in Redis's order
@@ -40,7 +41,7 @@ func CategoryNames() []string { return append([]string(nil), categoryNames[:]...
 // ParseCategory finds a category by its name, in any case, without '@'.
 func ParseCategory(name string) (Categories, bool) {
 	for i, n := range categoryNames {
-		if strings.EqualFold(n, name) {
+		if ascii.EqualFold(name, n) {
 			return 1 << i, true
 		}
 	}
@@ -151,7 +152,7 @@ func (c *Catalog) Command(id int) *Command { return &c.cmds[id] }
 // Lookup finds a command by its name, "parent|sub" for a subcommand, in
 // any case.
 func (c *Catalog) Lookup(name string) (*Command, bool) {
-	id, ok := c.byName[strings.ToLower(name)]
+	id, ok := c.byName[ascii.Lower(name)]
 	if !ok {
 		return nil, false
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Rules are one user's state: whether it may log in, with which
@@ -138,7 +140,7 @@ func (r *Rules) apply(cat *Catalog, op string) *RuleError {
 	if op == "" {
 		return nil
 	}
-	is := func(word string) bool { return strings.EqualFold(op, word) }
+	is := func(word string) bool { return ascii.EqualFold(op, word) }
 	switch {
 	case is("on"):
 		r.on = true
@@ -195,7 +197,7 @@ func (r *Rules) apply(cat *Catalog, op string) *RuleError {
 
 // applySelector applies a rule on keys, channels or commands.
 func (r *Rules) applySelector(cat *Catalog, op string) Reason {
-	is := func(word string) bool { return strings.EqualFold(op, word) }
+	is := func(word string) bool { return ascii.EqualFold(op, word) }
 	second := byte(0)
 	if len(op) > 1 {
 		second = op[1]
@@ -464,7 +466,7 @@ func (s *commandSet) allow(cat *Catalog, name string) Reason {
 	}
 	arg := name[i+1:]
 	for _, a := range s.firstArgs[c.ID] {
-		if strings.EqualFold(a, arg) {
+		if ascii.EqualFold(arg, a) {
 			return 0
 		}
 	}

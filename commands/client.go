@@ -2,9 +2,10 @@ package commands
 
 import (
 	"fmt"
-	"github.com/rlserver/rlserver/internal/ascii"
 	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // The CLIENT family. The node lists the sessions; the line CLIENT LIST
@@ -33,7 +34,7 @@ func cmdClientGetName(x *Ctx) {
 }
 
 func cmdClientSetInfo(x *Ctx) {
-	attr := strings.ToLower(string(x.Args[2]))
+	attr := ascii.Lower(x.Args[2])
 	val := string(x.Args[3])
 	if !validClientName(x.Args[3]) && val != "" {
 		x.Error(ErrClientInfoChars(attr))
@@ -54,7 +55,7 @@ func cmdClientSetInfo(x *Ctx) {
 }
 
 func cmdClientOnOff(x *Ctx) {
-	switch strings.ToLower(string(x.Args[2])) {
+	switch ascii.Lower(x.Args[2]) {
 	case "on", "off":
 		x.OK()
 	default:
@@ -96,12 +97,12 @@ func orNULL(s *string) string {
 // nil for all.
 func parseClientList(args [][]byte) (ids map[int64]bool, err error) {
 	for len(args) > 0 {
-		switch strings.ToLower(string(args[0])) {
+		switch ascii.Lower(args[0]) {
 		case "type":
 			if len(args) < 2 {
 				return nil, ErrSyntax
 			}
-			t := strings.ToLower(string(args[1]))
+			t := ascii.Lower(args[1])
 			if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
 				return nil, ErrClientType(args[1])
 			}
@@ -180,7 +181,7 @@ func parseClientKill(x *Ctx, args [][]byte) (killFilter, error) {
 	}
 	for i := 0; i < len(args); i += 2 {
 		v := string(args[i+1])
-		switch strings.ToLower(string(args[i])) {
+		switch ascii.Lower(args[i]) {
 		case "id":
 			id, ok := parseInt64(args[i+1])
 			if !ok || id <= 0 {
@@ -198,7 +199,7 @@ func parseClientKill(x *Ctx, args [][]byte) (killFilter, error) {
 			}
 			f.match = append(f.match, func(c *Session) bool { return c.User() == u })
 		case "type":
-			t := strings.ToLower(v)
+			t := ascii.Lower(v)
 			switch t {
 			case "normal", "pubsub":
 			case "master":
@@ -213,7 +214,7 @@ func parseClientKill(x *Ctx, args [][]byte) (killFilter, error) {
 				return t == "normal" && !pubsub || t == "pubsub" && pubsub
 			})
 		case "skipme":
-			switch strings.ToLower(v) {
+			switch ascii.Lower(v) {
 			case "yes":
 				f.skipMe = true
 			case "no":

@@ -1,6 +1,6 @@
 package commands
 
-import "strings"
+import "github.com/rlserver/rlserver/internal/ascii"
 
 // The connection family: PING, ECHO, AUTH, HELLO, SELECT, QUIT, RESET.
 
@@ -74,7 +74,7 @@ func parseHello(args [][]byte) (helloArgs, error) {
 		args = args[1:]
 	}
 	for len(args) > 0 {
-		opt := strings.ToLower(string(args[0]))
+		opt := ascii.Lower(args[0])
 		switch {
 		case opt == "auth" && len(args) >= 3:
 			h.user, h.pass = args[1], args[2]

@@ -9,6 +9,7 @@ import (
 	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Error is an error reply; its text is exactly what goes on the wire after
@@ -146,13 +147,13 @@ func ErrUnknownCommand(args [][]byte) Error {
 // ErrUnknownSubcommand is Redis's error for a container's unknown
 // subcommand.
 func ErrUnknownSubcommand(sub []byte, parent string) Error {
-	return Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, strings.ToUpper(parent)))
+	return Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, ascii.Upper(parent)))
 }
 
 // ErrSubcommandSyntax is Redis's error for a subcommand called with
 // arguments it does not take (addReplySubcommandSyntaxError).
 func ErrSubcommandSyntax(sub []byte, parent string) Error {
-	return Error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try %s HELP.", sub, strings.ToUpper(parent)))
+	return Error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try %s HELP.", sub, ascii.Upper(parent)))
 }
 
 // ErrHelloOption: an option HELLO does not know.

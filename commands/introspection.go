@@ -1,6 +1,6 @@
 package commands
 
-import "strings"
+import "github.com/rlserver/rlserver/internal/ascii"
 
 // The COMMAND family, generated from the table.
 
@@ -63,7 +63,7 @@ func cmdCommandGetKeys(x *Ctx) {
 	args := x.Args[2:]
 	c := x.N.Commands().Lookup(args[0])
 	if c != nil && c.Sub != nil && len(args) > 1 { // a subcommand: MEMORY USAGE key
-		c, args = c.Sub[strings.ToLower(string(args[1]))], args[1:]
+		c, args = c.Sub[ascii.Lower(args[1])], args[1:]
 	}
 	switch {
 	case c == nil || c.Sub != nil:

@@ -3,7 +3,6 @@ package commands
 import (
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/glob"
@@ -95,7 +94,7 @@ func cmdSet(x *Ctx) {
 	)
 	args := x.Args[3:]
 	for i := 0; i < len(args); i++ {
-		opt := strings.ToUpper(string(args[i]))
+		opt := ascii.Upper(args[i])
 		switch {
 		case opt == "NX" && cond == engine.SetAlways:
 			cond = engine.SetIfMissing
@@ -187,7 +186,7 @@ func cmdFlushAll(x *Ctx) {
 		return
 	}
 	if len(x.Args) == 2 {
-		m := strings.ToUpper(string(x.Args[1]))
+		m := ascii.Upper(x.Args[1])
 		if m != "ASYNC" && m != "SYNC" {
 			x.Error(ErrSyntax)
 			return
@@ -233,7 +232,7 @@ func cmdScan(x *Ctx) {
 			x.Error(ErrSyntax)
 			return
 		}
-		switch strings.ToUpper(string(args[i])) {
+		switch ascii.Upper(args[i]) {
 		case "MATCH":
 			match = args[i+1]
 		case "COUNT":
@@ -262,7 +261,7 @@ func cmdScan(x *Ctx) {
 			if match != nil && !glob.Match(match, []byte(k.Key), false) {
 				return
 			}
-			if typ != nil && !strings.EqualFold(typeName(k.Kind), string(typ)) {
+			if typ != nil && !ascii.EqualFold(typ, typeName(k.Kind)) {
 				return
 			}
 			keys = append(keys, k.Key)

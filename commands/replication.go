@@ -1,10 +1,10 @@
 package commands
 
 import (
-	"github.com/rlserver/rlserver/internal/ascii"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Replication's commands (docs/replication.md): REPLICAOF/SLAVEOF, ROLE,
@@ -98,7 +98,7 @@ func cmdReplconf(x *Ctx) {
 		return
 	}
 	for i := 0; i < len(args); i += 2 {
-		switch strings.ToLower(string(args[i])) {
+		switch ascii.Lower(args[i]) {
 		case "listening-port":
 			p, ok := parseInt64(args[i+1])
 			if !ok || p < 0 || p > 65535 {

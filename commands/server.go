@@ -3,7 +3,6 @@ package commands
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/glob"
@@ -41,7 +40,7 @@ func cmdDebugClock(x *Ctx) {
 		x.Error(ErrNeedManual)
 		return
 	}
-	op := strings.ToUpper(string(x.Args[2]))
+	op := ascii.Upper(x.Args[2])
 	switch {
 	case op == "GET" && len(x.Args) == 3:
 		x.W.Int(m.Now())
@@ -76,7 +75,7 @@ func cmdDebugClock(x *Ctx) {
 func parseShutdown(args [][]byte) (save, mustSave, now bool, err error) {
 	nosave := false
 	for _, a := range args {
-		switch strings.ToUpper(string(a)) {
+		switch ascii.Upper(a) {
 		case "NOW":
 			now = true
 		case "FORCE":
@@ -172,7 +171,7 @@ func cmdConfigSet(x *Ctx) {
 	}
 	var changes []change
 	for i := 0; i < len(args); i += 2 {
-		name := strings.ToLower(string(args[i]))
+		name := ascii.Lower(args[i])
 		var found *ConfigParam
 		for j := range params {
 			if params[j].Name == name {

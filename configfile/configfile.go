@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Setting is one setting line: its name (lower case), its arguments and
@@ -48,7 +50,7 @@ func Parse(path string) ([]Setting, error) {
 		if len(args) == 0 || strings.HasPrefix(args[0], "#") {
 			continue
 		}
-		out = append(out, Setting{Name: strings.ToLower(args[0]), Args: args[1:], Line: n})
+		out = append(out, Setting{Name: ascii.Lower(args[0]), Args: args[1:], Line: n})
 	}
 	return out, sc.Err()
 }
@@ -207,7 +209,7 @@ func Rewrite(path string, ups []Update) error {
 	}
 	byName := map[string]*Update{}
 	for i := range ups {
-		byName[strings.ToLower(ups[i].Name)] = &ups[i]
+		byName[ascii.Lower(ups[i].Name)] = &ups[i]
 	}
 	done := map[string]bool{}
 	var lines []string
@@ -223,7 +225,7 @@ func Rewrite(path string, ups []Update) error {
 		if err != nil || len(args) == 0 {
 			continue
 		}
-		name := strings.ToLower(args[0])
+		name := ascii.Lower(args[0])
 		u, ok := byName[name]
 		if !ok {
 			continue
@@ -235,7 +237,7 @@ func Rewrite(path string, ups []Update) error {
 		lines[i], done[name] = u.Line, true
 	}
 	for _, u := range ups {
-		name := strings.ToLower(u.Name)
+		name := ascii.Lower(u.Name)
 		if done[name] || u.Line == "" {
 			continue
 		}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/client"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Allower is what decides: client.Limiter (rlserver) or client.Local.
@@ -432,7 +433,7 @@ func forwarded(r *http.Request) []netip.Addr {
 			for _, elem := range strings.Split(line, ",") {
 				for _, pair := range strings.Split(elem, ";") {
 					k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
-					if !ok || !strings.EqualFold(k, "for") {
+					if !ok || !ascii.EqualFold(k, "for") {
 						continue
 					}
 					v = strings.Trim(v, `"`)

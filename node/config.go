@@ -14,6 +14,7 @@ import (
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/configfile"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Limits bound what one request may carry (docs/protocol.md, "Errors and
@@ -234,7 +235,7 @@ func ParseReplicaOf(v string) (host string, port int, err error) {
 // an optional unit, any case: k, m, g for 1000, 1000², 1000³ bytes; kb,
 // mb, gb for 1024, 1024², 1024³.
 func ParseSize(v string) (int64, error) {
-	s := strings.ToLower(v)
+	s := ascii.Lower(v)
 	mult := int64(1)
 	for _, u := range []struct {
 		suffix string
@@ -270,7 +271,7 @@ func (o OutputLimit) String() string {
 // rlserver has one class of clients: the normal one.
 func ParseOutputLimit(v string) (OutputLimit, error) {
 	f := strings.Fields(v)
-	if len(f) != 4 || !strings.EqualFold(f[0], "normal") {
+	if len(f) != 4 || !ascii.EqualFold(f[0], "normal") {
 		return OutputLimit{}, fmt.Errorf("client-output-buffer-limit must be \"normal <hard> <soft> <soft seconds>\" (rlserver's clients are all of the normal class), got %q", v)
 	}
 	hard, err1 := ParseSize(f[1])
@@ -285,7 +286,7 @@ func ParseOutputLimit(v string) (OutputLimit, error) {
 // ParseLogLevel parses a --log-level value: debug, info, warn, error, and
 // Redis's verbose, notice, warning.
 func ParseLogLevel(v string) (slog.Level, error) {
-	switch strings.ToLower(v) {
+	switch ascii.Lower(v) {
 	case "debug", "verbose":
 		return slog.LevelDebug, nil
 	case "info", "notice":
@@ -461,7 +462,7 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "rls-remaining-header", Get: str(func(c Config) string { return c.RLS.RemainingHeader })},
 		{Name: "rls-reset-header", Get: str(func(c Config) string { return c.RLS.ResetHeader })},
 		{Name: "pprof-addr", Get: str(func(c Config) string { return c.PprofAddr })},
-		{Name: "loglevel", Get: func() string { return strings.ToLower(n.logLevel.Level().String()) },
+		{Name: "loglevel", Get: func() string { return ascii.Lower(n.logLevel.Level().String()) },
 			Set: func(v string) error {
 				l, err := ParseLogLevel(v)
 				if err != nil {
@@ -505,7 +506,7 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "protected-mode", Get: func() string { return yesNo(n.protectedMode.Load()) },
 			Set: func(v string) error {
-				switch strings.ToLower(v) {
+				switch ascii.Lower(v) {
 				case "yes":
 					n.protectedMode.Store(true)
 				case "no":

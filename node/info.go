@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 	"github.com/rlserver/rlserver/internal/proc"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/replication"
@@ -64,7 +65,7 @@ func (f *infoFields) line(k string, v any) { fmt.Fprintf(&f.b, "%s:%v\r\n", k, v
 func (n *Node) Info(args [][]byte, now int64, st engine.Store) string {
 	want := map[string]bool{}
 	for _, a := range args {
-		switch sec := strings.ToLower(string(a)); sec {
+		switch sec := ascii.Lower(a); sec {
 		case "all", "everything":
 			for _, s := range infoSections {
 				want[s.name] = true

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime/metrics"
-	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Memory pressure (docs/protocol.md, "Memory"): every few milliseconds
@@ -21,7 +21,7 @@ var policyNames = map[string]engine.EvictPolicy{"noeviction": engine.NoEviction,
 
 // ParsePolicy parses a --maxmemory-policy value.
 func ParsePolicy(v string) (engine.EvictPolicy, error) {
-	p, ok := policyNames[strings.ToLower(v)]
+	p, ok := policyNames[ascii.Lower(v)]
 	if !ok {
 		return 0, fmt.Errorf("maxmemory-policy must be noeviction or volatile-ttl, got %q", v)
 	}

@@ -9,11 +9,11 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // A link is a replica's connection to this node, after its PSYNC: this
@@ -261,7 +261,7 @@ func (l *link) readAcks(pending []byte) {
 		if err != nil {
 			return
 		}
-		if len(args) == 3 && strings.EqualFold(args[0], "replconf") && strings.EqualFold(args[1], "ack") {
+		if len(args) == 3 && ascii.EqualFold(args[0], "replconf") && ascii.EqualFold(args[1], "ack") {
 			off, err := strconv.ParseInt(args[2], 10, 64)
 			if err != nil {
 				continue

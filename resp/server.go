@@ -6,11 +6,11 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/ascii"
 	"github.com/rlserver/rlserver/node"
 )
 
@@ -337,5 +337,5 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 // whose confirmation must reach the client before the messages it
 // subscribed to.
 func subscribes(name []byte) bool {
-	return strings.EqualFold(string(name), "subscribe") || strings.EqualFold(string(name), "psubscribe")
+	return ascii.EqualFold(name, "subscribe") || ascii.EqualFold(name, "psubscribe")
 }

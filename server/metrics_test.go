@@ -271,3 +271,19 @@ func TestInfoLatencystats(t *testing.T) {
 	require.Equal(t, "admitted=10,rejected=90,peek=0", info["Rlserver"]["decisions_bucket"])
 	require.Equal(t, "1", info["Rlserver"]["keys_bucket"])
 }
+
+// TestInfoSectionsFoldASCII: INFO takes a section's name in any ASCII case,
+// as Redis's strcasecmp, and no other way: the Kelvin sign (U+212A), which
+// Unicode lowers to k, names no section.
+func TestInfoSectionsFoldASCII(t *testing.T) {
+	s := testserver.Start(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr.String()})
+	defer rdb.Close()
+	got, err := rdb.Info(ctx, "KeySpace").Result()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(got, "# Keyspace\r\n"), "%q", got)
+	got, err = rdb.Info(ctx, "\u212Aeyspace").Result()
+	require.NoError(t, err)
+	require.Empty(t, got)
+}

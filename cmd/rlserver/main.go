@@ -23,6 +23,7 @@ import (
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/configfile"
+	"github.com/rlserver/rlserver/internal/ascii"
 	"github.com/rlserver/rlserver/node"
 	"github.com/rlserver/rlserver/server"
 )
@@ -208,9 +209,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		name, v string
 		no      *bool
 	}{{"protected-mode", *protected, &cfg.ProtectedModeOff}, {"cluster-require-full-coverage", *coverage, &cfg.ClusterPartialCoverage}} {
-		switch strings.ToLower(f.v) {
+		switch ascii.Lower(f.v) {
 		case "yes", "no":
-			*f.no = strings.EqualFold(f.v, "no")
+			*f.no = ascii.Lower(f.v) == "no"
 		default:
 			return fmt.Errorf("--%s must be yes or no, got %q", f.name, f.v)
 		}

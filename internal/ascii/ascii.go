@@ -1,11 +1,13 @@
-// Package ascii compares protocol words as Redis does (strcasecmp):
-// command names, subcommands and keywords match in any ASCII case, and no
-// other Unicode letter stands for one of theirs (strings.EqualFold would
-// take ſ, U+017F, for s). It imports nothing, so every package may use it.
+// Package ascii compares protocol words as Redis does (strcasecmp), and
+// maps their case: command names, subcommands, keywords, rules and config
+// names match in any ASCII case, and no other Unicode letter stands for
+// one of theirs (strings.EqualFold would take ſ, U+017F, for s). It
+// imports nothing, so every package may use it.
 package ascii
 
-// EqualFold reports whether b and s are equal ignoring ASCII case.
-func EqualFold(b []byte, s string) bool {
+// EqualFold reports whether b and s are equal ignoring ASCII case. b is
+// a word as read from the wire or a rule, bytes or a string.
+func EqualFold[B []byte | string](b B, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}
@@ -24,4 +26,31 @@ func lower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// Lower returns b with its ASCII upper-case letters made lower case, for a
+// switch over lower-case names. Other bytes stay as they are: Unicode's
+// mapping would make the Kelvin sign (U+212A) a k.
+func Lower[B []byte | string](b B) string { return mapCase(b, 'A', 'Z') }
+
+// Upper returns b with its ASCII lower-case letters made upper case. Other
+// bytes stay as they are: Unicode's mapping would make ſ (U+017F) an S and
+// ı (U+0131) an I.
+func Upper[B []byte | string](b B) string { return mapCase(b, 'a', 'z') }
+
+// mapCase returns b with the bytes from lo to hi moved to the other case.
+func mapCase[B []byte | string](b B, lo, hi byte) string {
+	for i := range len(b) {
+		if lo <= b[i] && b[i] <= hi {
+			out := make([]byte, len(b)) // a copy: []byte(b) of a []byte is b itself
+			copy(out, b)
+			for j := i; j < len(out); j++ {
+				if c := out[j]; lo <= c && c <= hi {
+					out[j] = c ^ 0x20
+				}
+			}
+			return string(out)
+		}
+	}
+	return string(b)
 }

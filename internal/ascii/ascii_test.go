@@ -34,3 +34,30 @@ func TestEqualFoldIsASCIIOnly(t *testing.T) {
 	require.False(t, EqualFold([]byte("CO\u017f"), "COS"))
 	require.True(t, EqualFold([]byte("select"), "SeLeCt"), "either side in any case")
 }
+
+// TestLowerUpperAreASCIIOnly holds Lower and Upper to a plain ASCII case
+// map of every byte, and checks that the Unicode letters whose case maps
+// to ASCII (the Kelvin sign, ſ, ı) stay as they are.
+func TestLowerUpperAreASCIIOnly(t *testing.T) {
+	for c := range 256 {
+		b := []byte{'x', byte(c), 'Y'}
+		lo, up := b[1], b[1]
+		if 'A' <= lo && lo <= 'Z' {
+			lo += 'a' - 'A'
+		}
+		if 'a' <= up && up <= 'z' {
+			up -= 'a' - 'A'
+		}
+		require.Equal(t, string([]byte{'x', lo, 'y'}), Lower(b), "byte %#x", c)
+		require.Equal(t, string([]byte{'X', up, 'Y'}), Upper(string(b)), "byte %#x", c)
+		require.Equal(t, []byte{'x', byte(c), 'Y'}, b, "the argument is not changed")
+	}
+	for _, s := range []string{"\u212Aill", "\u017fet", "\u0131nfo", "İ"} {
+		require.NotEqual(t, "kill", Lower(s))
+		require.Equal(t, s, Lower(s), "no ASCII upper case in %q", s[len(s)-1:])
+	}
+	require.Equal(t, "\u017fET", Upper("\u017fet"))
+	require.Equal(t, "\u0131NFO", Upper("\u0131nfo"))
+	require.Equal(t, "keys", Lower("KeYs"))
+	require.Equal(t, "", Lower(""))
+}

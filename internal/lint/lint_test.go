@@ -157,3 +157,35 @@ func TestNoPathsOutsideRepository(t *testing.T) {
 		}
 	}
 }
+
+// TestWordsFoldASCII: words read from the wire, a rule or a config file
+// match in ASCII case only, as Redis's strcasecmp, through internal/ascii.
+// Unicode's folds and case maps take ſ (U+017F) for s and the Kelvin sign
+// (U+212A) for k. rls/config.go is exempt: it reads Envoy's YAML units as
+// envoyproxy/ratelimit does (strings.ToUpper).
+func TestWordsFoldASCII(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	unicode := regexp.MustCompile(`\b(strings|bytes)\.(EqualFold|ToLower|ToUpper|Title)\(`)
+	n := 0
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasSuffix(f, "_test.go") || strings.HasPrefix(f, "internal/ascii/") || f == "rls/config.go" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("../..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := unicode.FindString(line); m != "" {
+				t.Errorf("%s:%d uses %s: use internal/ascii (EqualFold, Lower, Upper)", f, i+1, strings.TrimSuffix(m, "("))
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("git ls-files found only %d sources", n)
+	}
+}
