@@ -209,9 +209,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		name, v string
 		no      *bool
 	}{{"protected-mode", *protected, &cfg.ProtectedModeOff}, {"cluster-require-full-coverage", *coverage, &cfg.ClusterPartialCoverage}} {
-		switch ascii.Lower(f.v) {
+		switch v := ascii.Lower(f.v); v {
 		case "yes", "no":
-			*f.no = ascii.Lower(f.v) == "no"
+			*f.no = v == "no"
 		default:
 			return fmt.Errorf("--%s must be yes or no, got %q", f.name, f.v)
 		}
