@@ -478,7 +478,7 @@ func TestDecodeStateIsOneState(t *testing.T) {
 			long := append(bytes.Clone(state), tail...)
 			_, err := DecodeState("k", kind, long)
 			require.ErrorIs(t, err, ErrState, "%s + %v", kind.Name(), tail)
-			require.ErrorIs(t, CheckState(kind, long), ErrState, "%s + %v", kind.Name(), tail)
+			require.ErrorIs(t, CheckState(kind, long, nil), ErrState, "%s + %v", kind.Name(), tail)
 		}
 	}
 }
@@ -514,7 +514,7 @@ func TestDecodeStateRunBeforeZero(t *testing.T) {
 		r, err := DecodeState("k", KindLog, state)
 		e := New(1)
 		held, aerr := e.ApplyState([]byte("k"), KindLog, state, 0)
-		require.Equal(t, aerr, CheckState(KindLog, state), "%v: CheckState says what ApplyState does", tc.times)
+		require.Equal(t, aerr, CheckState(KindLog, state, nil), "%v: CheckState says what ApplyState does", tc.times)
 		if tc.ok {
 			require.NoError(t, err, "%v", tc.times)
 			require.NoError(t, aerr, "%v", tc.times)
@@ -596,11 +596,62 @@ func FuzzApplyState(f *testing.F) {
 			return e.Apply(r, now), nil
 		})
 		require.Equal(t, errB == nil, errA == nil, "ApplyState: %v, DecodeState: %v", errA, errB)
-		require.Equal(t, errA, CheckState(k, state), "CheckState says what ApplyState does")
+		var checked Checked
+		errC := CheckState(k, state, &checked)
+		require.Equal(t, errA, errC, "CheckState says what ApplyState does")
 		require.Equal(t, okB, okA)
 		require.Equal(t, recsB, recsA)
 		require.Equal(t, fedB, fedA)
+		if errC != nil {
+			return
+		}
+		// What CheckState found, applied without a second parse, does
+		// what ApplyState does; so does the zero Checked (a state not
+		// parsed: ApplyState itself).
+		for _, c := range []Checked{checked, {}} {
+			okC, errC, recsC, fedC := run(func(e *Engine) (bool, error) {
+				return e.ApplyChecked([]byte("k"), k, state, c, now)
+			})
+			require.NoError(t, errC)
+			require.Equal(t, okA, okC, "%+v", c)
+			require.Equal(t, recsA, recsC, "%+v", c)
+			require.Equal(t, fedA, fedC, "%+v", c)
+		}
 	})
+}
+
+// TestCheckStateKeepsWords: CheckState hands ApplyChecked the entry of a
+// state of words alone and of a deletion, so that a replica parses those
+// once; a state with runs or a section is parsed again as it is stored.
+func TestCheckStateKeepsWords(t *testing.T) {
+	for _, tc := range []struct {
+		r    Record
+		kept bool
+	}{
+		{Record{Kind: KindBucket, Deadline: 5e9, A: 10, B: 1e9, C: 3}, true},
+		{Record{Kind: KindFixed, Deadline: 5e9, A: 1e9, B: 7}, true},
+		{Record{Kind: KindThrottle, Deadline: 5e9, A: 4e9}, true},
+		{Record{Kind: KindSlide, Deadline: 5e9, A: 1e9, B: 4, C: 2}, true},
+		{Record{Kind: KindLog, Deadline: 5e9, A: 3, Log: []int64{1e9, -3e9 - 1, 2}}, false},
+		{Record{Kind: KindLease, Deadline: 5e9, A: 3, Log: []int64{4e9, 4.5e9, 2, 4.1e9, 4.9e9, 1}}, false},
+		{Record{Kind: KindBucket, Deadline: 5e9, A: 10, B: 1e9, C: 3, Log: []int64{4e9, 1e6, 2, 3.5e9, 1, 4e9, 1}}, false},
+	} {
+		st := stateOf(tc.r, 0)
+		c := Checked{en: entry{deadline: 1}, parsed: !tc.kept} // not what it finds
+		require.NoError(t, CheckState(Kind(st[0]), st[1:], &c))
+		require.Equal(t, tc.kept, c.parsed, "%+v", tc.r)
+		if tc.kept {
+			en, _, _ := parseState(Kind(st[0]), st[1:])
+			require.Equal(t, en, c.en, "%+v", tc.r)
+		} else {
+			require.Equal(t, Checked{}, c, "%+v", tc.r)
+		}
+	}
+	c := Checked{en: entry{deadline: 1}}
+	require.NoError(t, CheckState(KindNone, nil, &c))
+	require.Equal(t, Checked{parsed: true}, c, "a deletion")
+	require.Error(t, CheckState(KindFixed, []byte{1}, &c))
+	require.Equal(t, Checked{}, c, "a state refused")
 }
 
 // longLog is an RL.LOG's log of n admissions 10 ms apart, from 1 s on.

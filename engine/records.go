@@ -265,13 +265,30 @@ func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (hel
 // alone is parsed once, an RL.LOG's runs walked once (countRuns); a lease
 // key's runs or a section are decoded too, in ApplyState's pooled
 // buffers, so it allocates nothing once they have grown.
-func CheckState(kind Kind, state []byte) error {
+//
+// If c is not nil, CheckState sets it to what ApplyChecked needs to
+// store a state of words alone (or a deletion) without parsing it again:
+// a replica parsed each such state twice, once to check its unit and
+// once to apply it. Other states leave it zero.
+func CheckState(kind Kind, state []byte, c *Checked) error {
+	if c != nil {
+		*c = Checked{}
+	}
 	if kind == KindNone && len(state) == 0 {
+		if c != nil {
+			c.parsed = true
+		}
 		return nil
 	}
 	en, runs, err := parseState(kind, state)
-	if err != nil || runs == nil {
+	if err != nil {
 		return err
+	}
+	if runs == nil {
+		if c != nil {
+			c.en, c.parsed = en, true
+		}
+		return nil
 	}
 	if kind == KindLog {
 		return checkLogRuns(uint64(en.deadline), runs)
@@ -282,6 +299,32 @@ func CheckState(kind Kind, state []byte) error {
 	err = fillChecked(&r, en, runs)
 	sc.log = r.Log[:0]
 	return err
+}
+
+// Checked is what CheckState found in a state it took. For a state of
+// words alone or a deletion it holds the entry to store; otherwise it
+// is zero, and ApplyChecked parses the state again (its runs or section
+// are decoded and encoded anew as they are stored). About 40 bytes: a
+// replica keeps one per record of a unit between its check and its
+// apply.
+type Checked struct {
+	en     entry
+	parsed bool // en is the state (entry{} for a deletion)
+}
+
+// ApplyChecked is ApplyState(key, kind, state, now) for a state whose
+// CheckState returned c (the zero Checked: one CheckState did not run
+// on). A state of words alone or a deletion is stored as c holds it,
+// without its parse; kind and state must be those CheckState took.
+func (e *Engine) ApplyChecked(key []byte, kind Kind, state []byte, c Checked, now int64) (held bool, err error) {
+	if !c.parsed {
+		return e.ApplyState(key, kind, state, now)
+	}
+	en := c.en
+	if now >= en.deadline {
+		en = entry{} // expired or a deletion, as ApplyState has it
+	}
+	return e.put(key, en, nil, false), nil
 }
 
 // checkLogRuns is fillChecked for an RL.LOG's runs without the log:

@@ -103,16 +103,32 @@ func ApplyRecord(e *engine.Engine, key, b []byte, now int64) error {
 // CheckRecord returns the error ApplyRecord would return for the record
 // b of key, applying nothing: a version 3 record is checked by
 // engine.CheckState (no allocation), any other decoded by DecodeRecord.
-// Neither key nor b is retained.
-func CheckRecord(key, b []byte) error {
+// Neither key nor b is retained. If c is not nil it is set as
+// engine.CheckState sets it (zero for a record of another version), for
+// ApplyChecked.
+func CheckRecord(key, b []byte, c *engine.Checked) error {
 	if len(b) >= 2 && b[0] == RecordVersionState {
-		if err := engine.CheckState(engine.Kind(b[1]), b[2:]); err != nil {
+		if err := engine.CheckState(engine.Kind(b[1]), b[2:], c); err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		return nil
 	}
+	if c != nil {
+		*c = engine.Checked{}
+	}
 	_, err := DecodeRecord(string(key), b)
 	return err
+}
+
+// ApplyChecked is ApplyRecord for a record whose CheckRecord returned c.
+func ApplyChecked(e *engine.Engine, key, b []byte, c engine.Checked, now int64) error {
+	if len(b) >= 2 && b[0] == RecordVersionState {
+		if _, err := e.ApplyChecked(key, engine.Kind(b[1]), b[2:], c, now); err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return nil
+	}
+	return ApplyRecord(e, key, b, now)
 }
 
 // DecodeRecord decodes a record for key from b (which it does not retain).

@@ -50,7 +50,7 @@ func TestCodecVersion(t *testing.T) {
 	_, err = DecodeRecord("k", append([]byte{5, byte(engine.KindFixed)}, good[2:len(good)-4]...))
 	require.ErrorIs(t, err, ErrVersion)
 	require.ErrorContains(t, err, "version 5")
-	require.ErrorIs(t, CheckRecord([]byte("k"), []byte{5, byte(engine.KindFixed), 1}), ErrVersion)
+	require.ErrorIs(t, CheckRecord([]byte("k"), []byte{5, byte(engine.KindFixed), 1}, nil), ErrVersion)
 }
 
 // TestCodecLogs: a version 2 log round-trips whatever it holds (times
@@ -127,7 +127,8 @@ func appendRecordV1(r engine.Record) []byte {
 // FuzzDecodeRecord: no input crashes the decoder, and whatever decodes
 // encodes to a record that decodes the same; in the version the encoder
 // writes (2 with a log, 1 without), to the same bytes. CheckRecord
-// returns ApplyRecord's error, and refuses what DecodeRecord refuses.
+// returns ApplyRecord's error, and refuses what DecodeRecord refuses;
+// ApplyChecked with what it found stores what ApplyRecord stores.
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add("k", AppendRecord(nil, engine.Record{Key: "k", Kind: engine.KindLog, Deadline: 5, A: 3, Log: []int64{1, -3, 2}}))
 	f.Add("k", appendRecordV1(engine.Record{Key: "k", Kind: engine.KindLog, Deadline: 5, A: 3, Log: []int64{1, -3, 2}}))
@@ -135,16 +136,21 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add("k", []byte{RecordVersionState, byte(engine.KindFixed), 0, 0x28, 0x6b, 0xee, 0, 0, 0, 0, 0x3a, 7})
 	f.Fuzz(func(t *testing.T, key string, b []byte) {
 		r, err := DecodeRecord(key, b)
-		check := CheckRecord([]byte(key), b)
-		require.Equal(t, ApplyRecord(engine.New(1), []byte(key), b, 0), check, "CheckRecord says what ApplyRecord does")
+		var checked engine.Checked
+		check := CheckRecord([]byte(key), b, &checked)
+		applied := engine.New(1)
+		require.Equal(t, ApplyRecord(applied, []byte(key), b, 0), check, "CheckRecord says what ApplyRecord does")
 		require.Equal(t, err == nil, check == nil)
 		if err != nil {
 			return
 		}
+		again := engine.New(1)
+		require.NoError(t, ApplyChecked(again, []byte(key), b, checked, 0))
+		require.Equal(t, dump(applied, 0), dump(again, 0), "ApplyChecked stores what ApplyRecord does")
 		enc := AppendRecord(nil, r)
-		again, err := DecodeRecord(key, enc)
+		decoded, err := DecodeRecord(key, enc)
 		require.NoError(t, err)
-		require.Equal(t, r, again)
+		require.Equal(t, r, decoded)
 		if b[0] == enc[0] {
 			require.Equal(t, b, enc)
 		}

@@ -84,6 +84,9 @@ type upstream struct {
 	// link's goroutine reports once, and clears it.
 	failover chan<- error
 	tookOver bool // the target accepted the handover (failover's PSYNC)
+	// checked is room for what a unit's check finds in its records
+	// (applyFrames), kept from one unit to the next; m.apply guards it.
+	checked []engine.Checked
 }
 
 // startFollowing starts the link's goroutine. m.mu must be held.
@@ -502,20 +505,32 @@ func (u *upstream) tryApplyUnit(ctx context.Context, unit []pendingFrame) (appli
 
 // applyFrames applies a unit's frames in order, once every frame has
 // verified: a unit with a record that cannot be applied is refused
-// whole, and the link drops at the cut before it. m.apply is held.
+// whole, and the link drops at the cut before it. What the check found
+// in each record is applied as found (applyChecked): a state is parsed
+// once. m.apply is held.
 func (u *upstream) applyFrames(unit []pendingFrame) error {
+	checked := u.checked[:0]
 	for _, p := range unit {
-		if _, err := p.f.verify(); err != nil {
+		var err error
+		if checked, _, err = p.f.check(checked, true); err != nil {
 			return fmt.Errorf("%w: %w", errRefused, err)
 		}
 	}
+	if cap(checked) <= maxCheckedKept {
+		u.checked = checked[:0]
+	}
 	for _, p := range unit {
-		if err := u.applyFrame(p.raw, p.f); err != nil {
+		var err error
+		if checked, err = u.applyFrame(p.raw, p.f, checked); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// maxCheckedKept bounds the room a link keeps from one unit's check to
+// the next (some 40 bytes a record): a larger unit's is let go.
+const maxCheckedKept = 4096
 
 // pendingFrame is a frame read and not yet applied: its bytes as sent
 // and decoded.
@@ -526,8 +541,10 @@ type pendingFrame struct {
 
 // applyFrame applies one frame of the stream: the clock, the keyspace,
 // then the frame's bytes to this node's stream (backlog, its own
-// replicas). m.apply is held.
-func (u *upstream) applyFrame(raw []byte, f frame) error {
+// replicas). checked is what the unit's check found in the records of
+// this frame and the next ones (frame.applyChecked); it returns the rest.
+// m.apply is held.
+func (u *upstream) applyFrame(raw []byte, f frame, checked []engine.Checked) ([]engine.Checked, error) {
 	m := u.m
 	u.follow(f.now)
 	switch f.kind {
@@ -535,11 +552,12 @@ func (u *upstream) applyFrame(raw []byte, f frame) error {
 	case frameFlush:
 		m.e.Store().Flush()
 	case frameRecords, frameMore:
-		if err := f.applyTo(m.e, f.now); err != nil {
-			return err
+		var err error
+		if checked, err = f.applyChecked(m.e, f.now, checked); err != nil {
+			return checked, err
 		}
 	default:
-		return fmt.Errorf("%w: %q in the stream", errFrame, f.kind)
+		return checked, fmt.Errorf("%w: %q in the stream", errFrame, f.kind)
 	}
 	m.mu.Lock()
 	m.appendLocked(raw, false)
@@ -548,7 +566,7 @@ func (u *upstream) applyFrame(raw []byte, f frame) error {
 	}
 	u.lastIO = time.Now()
 	m.mu.Unlock()
-	return nil
+	return checked, nil
 }
 
 // readFrame reads one whole frame: its bytes as sent, and decoded.

@@ -194,12 +194,27 @@ func (f frame) recordsInto(e *engine.Engine, fn func(engine.Record) error) error
 // stops with records' error; those before it stay applied (a replica
 // verifies a unit first).
 func (f frame) applyTo(e *engine.Engine, now int64) error {
-	return f.entriesInto(e, func(key, rec []byte) error {
-		if err := persist.ApplyRecord(e, key, rec, now); err != nil {
+	_, err := f.applyChecked(e, now, nil)
+	return err
+}
+
+// applyChecked is applyTo for a frame whose records check found checked,
+// in order: a record's state of words alone is stored as its check
+// parsed it, not parsed again (persist.ApplyChecked). A record past the
+// end of checked is applied as applyTo applies it. It returns what is
+// left of checked after the frame's records, for the unit's next frame.
+func (f frame) applyChecked(e *engine.Engine, now int64, checked []engine.Checked) ([]engine.Checked, error) {
+	err := f.entriesInto(e, func(key, rec []byte) error {
+		var c engine.Checked
+		if len(checked) > 0 {
+			c, checked = checked[0], checked[1:]
+		}
+		if err := persist.ApplyChecked(e, key, rec, c, now); err != nil {
 			return fmt.Errorf("replication: record of %q: %w", key, err)
 		}
 		return nil
 	})
+	return checked, err
 }
 
 // verify returns how many records the frame holds and the error applyTo
@@ -210,17 +225,30 @@ func (f frame) applyTo(e *engine.Engine, now int64) error {
 // state, or a later version's), and a full sync's frames before it
 // installs any.
 func (f frame) verify() (n int, err error) {
+	_, n, err = f.check(nil, false)
+	return n, err
+}
+
+// check is verify that, if keep, appends to checked what the check of
+// each record found, in order (engine.Checked), for applyChecked.
+func (f frame) check(checked []engine.Checked, keep bool) ([]engine.Checked, int, error) {
 	if f.kind != frameRecords && f.kind != frameMore {
-		return 0, nil
+		return checked, 0, nil
 	}
-	err = f.entriesInto(nil, func(key, rec []byte) error {
-		if err := persist.CheckRecord(key, rec); err != nil {
+	n := 0
+	err := f.entriesInto(nil, func(key, rec []byte) error {
+		var c *engine.Checked
+		if keep {
+			checked = append(checked, engine.Checked{})
+			c = &checked[len(checked)-1]
+		}
+		if err := persist.CheckRecord(key, rec, c); err != nil {
 			return fmt.Errorf("replication: record of %q: %w", key, err)
 		}
 		n++
 		return nil
 	})
-	return n, err
+	return checked, n, err
 }
 
 // entriesInto passes fn each entry of a records frame's body, its key and

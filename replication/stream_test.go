@@ -132,6 +132,11 @@ func FuzzFrames(f *testing.F) {
 		// applied applies each frame by applyTo, the replica's path, and
 		// must end as e, which applies records' Records.
 		applied := engine.New(2)
+		// The frames as one unit, as a replica takes a unit: every
+		// record checked first, then applied as its check found it
+		// (check, applyChecked). Compared when every frame checks.
+		var unit []frame
+		whole := true
 		defer func() {
 			if t.Failed() {
 				return
@@ -143,6 +148,26 @@ func FuzzFrames(f *testing.F) {
 			slices.SortFunc(want, byKey) // the engines' seeds, so their orders, differ
 			slices.SortFunc(got, byKey)
 			require.Equal(t, want, got, "applyTo and Apply(records) left different keyspaces")
+			if !whole {
+				return
+			}
+			var checked []engine.Checked
+			for _, fr := range unit {
+				var err error
+				checked, _, err = fr.check(checked, true)
+				require.NoError(t, err)
+			}
+			viaCheck := engine.New(2)
+			for _, fr := range unit {
+				var err error
+				checked, err = fr.applyChecked(viaCheck, fr.now, checked)
+				require.NoError(t, err)
+			}
+			require.Empty(t, checked, "a check found more records than were applied")
+			var unitGot []engine.Record
+			viaCheck.Dump(0, func(r engine.Record) { unitGot = append(unitGot, r) })
+			slices.SortFunc(unitGot, byKey)
+			require.Equal(t, got, unitGot, "the unit applied as checked and applyTo left different keyspaces")
 		}()
 		for len(b) > 0 {
 			fr, n, err := parseFrame(b)
@@ -171,6 +196,8 @@ func FuzzFrames(f *testing.F) {
 			}
 			n, errVerify := fr.verify()
 			errApplied := fr.applyTo(applied, fr.now)
+			unit = append(unit, fr)
+			whole = whole && errVerify == nil
 			if (err == nil) != (errApplied == nil) || (err == nil) != (errVerify == nil) {
 				t.Fatalf("records: %v; applyTo: %v; verify: %v", err, errApplied, errVerify)
 			}
@@ -304,6 +331,31 @@ func BenchmarkApplyRecords(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
 		})
+		// A unit as a replica takes it: checked, then applied as the
+		// check found it (unit); or checked, then parsed again as it is
+		// applied (twice).
+		for _, once := range []bool{true, false} {
+			name := map[bool]string{true: "unit=", false: "unit-twice="}[once]
+			b.Run(name+tc.name, func(b *testing.B) {
+				e := engine.New(1)
+				fr := frame{kind: frameRecords, body: tc.body}
+				var checked []engine.Checked
+				b.ReportAllocs()
+				for b.Loop() {
+					var err error
+					if checked, _, err = fr.check(checked[:0], true); err != nil {
+						b.Fatal(err)
+					}
+					if !once {
+						checked = checked[:0]
+					}
+					if _, err := fr.applyChecked(e, now, checked); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+			})
+		}
 	}
 }
 
