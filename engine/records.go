@@ -304,17 +304,15 @@ func CheckState(kind Kind, state []byte, c *Checked) error {
 // Checked is what CheckState found in a state it took. For a state of
 // words alone or a deletion it holds the entry to store; otherwise it
 // is zero, and ApplyChecked parses the state again (its runs or section
-// are decoded and encoded anew as they are stored). About 40 bytes: a
-// replica keeps one per record of a unit between its check and its
-// apply.
+// are decoded and encoded anew as they are stored). 48 bytes: a replica
+// keeps one per record of a unit between its check and its apply.
 type Checked struct {
 	en     entry
 	parsed bool // en is the state (entry{} for a deletion)
 }
 
 // ApplyChecked is ApplyState(key, kind, state, now) for a state whose
-// CheckState returned c (the zero Checked: one CheckState did not run
-// on). A state of words alone or a deletion is stored as c holds it,
+// CheckState filled c (or the zero Checked, for one it did not run on). A state of words alone or a deletion is stored as c holds it,
 // without its parse; kind and state must be those CheckState took.
 func (e *Engine) ApplyChecked(key []byte, kind Kind, state []byte, c Checked, now int64) (held bool, err error) {
 	if !c.parsed {

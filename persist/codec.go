@@ -120,7 +120,7 @@ func CheckRecord(key, b []byte, c *engine.Checked) error {
 	return err
 }
 
-// ApplyChecked is ApplyRecord for a record whose CheckRecord returned c.
+// ApplyChecked is ApplyRecord for a record whose CheckRecord filled c.
 func ApplyChecked(e *engine.Engine, key, b []byte, c engine.Checked, now int64) error {
 	if len(b) >= 2 && b[0] == RecordVersionState {
 		if _, err := e.ApplyChecked(key, engine.Kind(b[1]), b[2:], c, now); err != nil {

@@ -529,7 +529,7 @@ func (u *upstream) applyFrames(unit []pendingFrame) error {
 }
 
 // maxCheckedKept bounds the room a link keeps from one unit's check to
-// the next (some 40 bytes a record): a larger unit's is let go.
+// the next (48 bytes a record): a larger unit's is let go.
 const maxCheckedKept = 4096
 
 // pendingFrame is a frame read and not yet applied: its bytes as sent
