@@ -269,7 +269,9 @@ func (e *Engine) ApplyState(key []byte, kind Kind, state []byte, now int64) (hel
 // If c is not nil, CheckState sets it to what ApplyChecked needs to
 // store a state of words alone (or a deletion) without parsing it again:
 // a replica parsed each such state twice, once to check its unit and
-// once to apply it. Other states leave it zero.
+// once to apply it. Other states leave it zero. It fills c in place:
+// returning a Checked by value, or setting it in a deferred call, made
+// the check 8-20 ns dearer (31 ns a state of words).
 func CheckState(kind Kind, state []byte, c *Checked) error {
 	if c != nil {
 		*c = Checked{}

@@ -86,18 +86,7 @@ func AppendStateRecord(dst []byte, kind engine.Kind, state []byte) []byte {
 // which builds no Record for a state of words alone: a replica's apply
 // allocates nothing for most of its stream. Neither key nor b is retained.
 func ApplyRecord(e *engine.Engine, key, b []byte, now int64) error {
-	if len(b) >= 2 && b[0] == RecordVersionState {
-		if _, err := e.ApplyState(key, engine.Kind(b[1]), b[2:], now); err != nil {
-			return fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-		return nil
-	}
-	r, err := DecodeRecord(string(key), b)
-	if err != nil {
-		return err
-	}
-	e.Apply(r, now)
-	return nil
+	return ApplyChecked(e, key, b, engine.Checked{}, now)
 }
 
 // CheckRecord returns the error ApplyRecord would return for the record
@@ -120,7 +109,8 @@ func CheckRecord(key, b []byte, c *engine.Checked) error {
 	return err
 }
 
-// ApplyChecked is ApplyRecord for a record whose CheckRecord filled c.
+// ApplyChecked is ApplyRecord for a record whose CheckRecord filled c
+// (engine.ApplyChecked; the zero Checked for one it did not check).
 func ApplyChecked(e *engine.Engine, key, b []byte, c engine.Checked, now int64) error {
 	if len(b) >= 2 && b[0] == RecordVersionState {
 		if _, err := e.ApplyChecked(key, engine.Kind(b[1]), b[2:], c, now); err != nil {
@@ -128,7 +118,12 @@ func ApplyChecked(e *engine.Engine, key, b []byte, c engine.Checked, now int64) 
 		}
 		return nil
 	}
-	return ApplyRecord(e, key, b, now)
+	r, err := DecodeRecord(string(key), b)
+	if err != nil {
+		return err
+	}
+	e.Apply(r, now)
+	return nil
 }
 
 // DecodeRecord decodes a record for key from b (which it does not retain).
