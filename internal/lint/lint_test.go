@@ -130,31 +130,20 @@ func TestImportRules(t *testing.T) {
 // path outside the repository (a clone has nothing beside it), and every
 // docs/*.md a file cites exists.
 func TestNoPathsOutsideRepository(t *testing.T) {
-	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go", "*.sh", "*.py", "*.md", ".ci/*").Output()
-	if err != nil {
-		t.Skipf("not a git checkout: %v", err)
-	}
-	files := strings.Fields(string(out))
-	if len(files) < 20 {
-		t.Fatalf("git ls-files found only %d files", len(files))
-	}
 	outside := regexp.MustCompile(`\.\./shared|shared/(spec|bench)|/work/`)
 	cited := regexp.MustCompile(`docs/[a-z0-9-]+\.md`)
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join("../..", f))
-		if err != nil {
-			t.Fatal(err)
+	files := eachLine(t, func(string) bool { return true }, func(f string, i int, line string) {
+		if m := outside.FindString(line); m != "" && f != "internal/lint/lint_test.go" {
+			t.Errorf("%s:%d refers to %q, outside the repository", f, i, m)
 		}
-		for i, line := range strings.Split(string(b), "\n") {
-			if m := outside.FindString(line); m != "" && f != "internal/lint/lint_test.go" {
-				t.Errorf("%s:%d refers to %q, outside the repository", f, i+1, m)
-			}
-			for _, doc := range cited.FindAllString(line, -1) {
-				if _, err := os.Stat(filepath.Join("../..", doc)); err != nil {
-					t.Errorf("%s:%d cites %s, which does not exist", f, i+1, doc)
-				}
+		for _, doc := range cited.FindAllString(line, -1) {
+			if _, err := os.Stat(filepath.Join("../..", doc)); err != nil {
+				t.Errorf("%s:%d cites %s, which does not exist", f, i, doc)
 			}
 		}
+	}, "*.go", "*.sh", "*.py", "*.md", ".ci/*")
+	if files < 20 {
+		t.Fatalf("git ls-files found only %d files", files)
 	}
 }
 
@@ -164,28 +153,42 @@ func TestNoPathsOutsideRepository(t *testing.T) {
 // (U+212A) for k. rls/config.go is exempt: it reads Envoy's YAML units as
 // envoyproxy/ratelimit does (strings.ToUpper).
 func TestWordsFoldASCII(t *testing.T) {
-	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
+	unicode := regexp.MustCompile(`\b(strings|bytes)\.(EqualFold|ToLower|ToUpper|Title)\(`)
+	source := func(f string) bool {
+		return !strings.HasSuffix(f, "_test.go") && !strings.HasPrefix(f, "internal/ascii/") && f != "rls/config.go"
+	}
+	files := eachLine(t, source, func(f string, i int, line string) {
+		if m := unicode.FindString(line); m != "" {
+			t.Errorf("%s:%d uses %s: use internal/ascii (EqualFold, Lower, Upper)", f, i, strings.TrimSuffix(m, "("))
+		}
+	}, "*.go")
+	if files < 20 {
+		t.Fatalf("git ls-files found only %d sources", files)
+	}
+}
+
+// eachLine calls fn with each line (numbered from 1) of the files git
+// tracks that match patterns and that take, and returns how many files
+// it read. Outside a git checkout it skips the test.
+func eachLine(t *testing.T, take func(file string) bool, fn func(file string, n int, line string), patterns ...string) int {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", "../..", "ls-files"}, patterns...)...).Output()
 	if err != nil {
 		t.Skipf("not a git checkout: %v", err)
 	}
-	unicode := regexp.MustCompile(`\b(strings|bytes)\.(EqualFold|ToLower|ToUpper|Title)\(`)
-	n := 0
+	files := 0
 	for _, f := range strings.Fields(string(out)) {
-		if strings.HasSuffix(f, "_test.go") || strings.HasPrefix(f, "internal/ascii/") || f == "rls/config.go" {
+		if !take(f) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("../..", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		n++
+		files++
 		for i, line := range strings.Split(string(b), "\n") {
-			if m := unicode.FindString(line); m != "" {
-				t.Errorf("%s:%d uses %s: use internal/ascii (EqualFold, Lower, Upper)", f, i+1, strings.TrimSuffix(m, "("))
-			}
+			fn(f, i+1, line)
 		}
 	}
-	if n < 20 {
-		t.Fatalf("git ls-files found only %d sources", n)
-	}
+	return files
 }
