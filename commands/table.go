@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Flag is a property of a command that the dispatcher enforces or that
@@ -93,13 +94,7 @@ func (t Table) Lookup(name []byte) *Command {
 		return nil
 	}
 	var buf [maxNameLen]byte
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	return t[string(buf[:len(name)])]
+	return t[string(ascii.AppendLower(buf[:0], name))]
 }
 
 // Sorted returns the table's commands ordered by name.

@@ -28,6 +28,16 @@ func lower(c byte) byte {
 	return c
 }
 
+// AppendLower appends b to dst with its ASCII upper-case letters made
+// lower case, and returns the extended slice: Lower without an allocation
+// when dst has room (a name looked up in a map of lower-case names).
+func AppendLower[B []byte | string](dst []byte, b B) []byte {
+	for i := range len(b) {
+		dst = append(dst, lower(b[i]))
+	}
+	return dst
+}
+
 // Lower returns b with its ASCII upper-case letters made lower case, for a
 // switch over lower-case names. Other bytes stay as they are: Unicode's
 // mapping would make the Kelvin sign (U+212A) a k.

@@ -49,6 +49,7 @@ func TestLowerUpperAreASCIIOnly(t *testing.T) {
 			up -= 'a' - 'A'
 		}
 		require.Equal(t, string([]byte{'x', lo, 'y'}), Lower(b), "byte %#x", c)
+		require.Equal(t, "<"+Lower(b), string(AppendLower([]byte("<"), string(b))), "byte %#x", c)
 		require.Equal(t, string([]byte{'X', up, 'Y'}), Upper(string(b)), "byte %#x", c)
 		require.Equal(t, []byte{'x', byte(c), 'Y'}, b, "the argument is not changed")
 	}
