@@ -57,6 +57,12 @@ func (n *Node) authRequired() bool {
 	return !r.NoPass() || !r.On()
 }
 
+// Unauthenticated reports whether c must still log in: it has not, and
+// the default user needs a password or is off. Such a connection runs
+// only the commands that need no login, and its requests are held to
+// smaller limits (resp.Reader.Unauthenticated).
+func (n *Node) Unauthenticated(c *Client) bool { return !c.Authenticated() && n.authRequired() }
+
 // ACLCatalog is what the users' rules know of the command table.
 func (n *Node) ACLCatalog() *acl.Catalog { return n.catalog }
 

@@ -345,6 +345,7 @@ func (s *Server) adopt(nc net.Conn) bool {
 	c.SetFD(fd)
 	lim := srv.Limits()
 	lc.rd = NewReader(&lc.src, lim.MaxArgs, lim.MaxArgLen)
+	lc.rd.Unauthenticated = func() bool { return srv.Unauthenticated(c) }
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

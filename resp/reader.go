@@ -13,13 +13,14 @@ func (e ProtocolError) Error() string { return string(e) }
 
 // Redis's protocol error texts.
 const (
-	errMultibulkLen   ProtocolError = "ERR Protocol error: invalid multibulk length"
-	errBulkLen        ProtocolError = "ERR Protocol error: invalid bulk length"
-	errBigMbulkCount  ProtocolError = "ERR Protocol error: too big mbulk count string"
-	errBigBulkCount   ProtocolError = "ERR Protocol error: too big bulk count string"
-	errBigInline      ProtocolError = "ERR Protocol error: too big inline request"
-	errUnbalanced     ProtocolError = "ERR Protocol error: unbalanced quotes in request"
-	errBulkTerminator ProtocolError = "ERR Protocol error: invalid bulk terminator"
+	errMultibulkLen  ProtocolError = "ERR Protocol error: invalid multibulk length"
+	errBulkLen       ProtocolError = "ERR Protocol error: invalid bulk length"
+	errBigMbulkCount ProtocolError = "ERR Protocol error: too big mbulk count string"
+	errBigBulkCount  ProtocolError = "ERR Protocol error: too big bulk count string"
+	errBigInline     ProtocolError = "ERR Protocol error: too big inline request"
+	errUnbalanced    ProtocolError = "ERR Protocol error: unbalanced quotes in request"
+	errUnauthMbulk   ProtocolError = "ERR Protocol error: unauthenticated multibulk length"
+	errUnauthBulk    ProtocolError = "ERR Protocol error: unauthenticated bulk length"
 )
 
 // maxHeaderLine bounds "*N" and "$N" lines and inline requests (Redis's
@@ -27,6 +28,15 @@ const (
 const maxHeaderLine = 64 << 10
 
 const initialBuf = 16 << 10
+
+// A connection that must still log in may send commands of at most
+// unauthMaxArgs arguments of at most unauthMaxArgLen bytes, as in Redis
+// 7.0: before a password is checked, no one can make the server buffer a
+// large request.
+const (
+	unauthMaxArgs   = 10
+	unauthMaxArgLen = 16 << 10
+)
 
 // Reader parses commands from a stream with limits on argument count and
 // size. Argument slices returned by Next point into its buffer and are
@@ -49,6 +59,11 @@ type Reader struct {
 	count     int // bytes read since the last TakeCount
 	// BeforeRead, if set, runs before each blocking read (idle deadlines).
 	BeforeRead func()
+	// Unauthenticated, if set, reports whether the connection must still
+	// log in. It is asked only about a command past the limits above
+	// (unauthMaxArgs), at the moment Next takes it: a command before it
+	// in the same read may be the AUTH that lifts them.
+	Unauthenticated func() bool
 }
 
 // NewReader returns a reader over rd accepting at most maxArgs arguments
@@ -81,6 +96,9 @@ func (r *Reader) Next() ([][]byte, error) {
 		r.aheadAt++
 		r.start += c.used
 		if c.n > 0 {
+			if c.over != "" && r.Unauthenticated() {
+				return nil, c.over
+			}
 			return r.pre[c.at : c.at+c.n : c.at+c.n], nil
 		}
 	}
@@ -160,7 +178,7 @@ func (r *Reader) parse() ([][]byte, int, error) {
 	if b[0] != '*' {
 		return r.parseInline(b)
 	}
-	args, used, need, err := r.parseMultibulk(b, r.args[:0])
+	args, used, need, _, err := r.parseMultibulk(b, r.args[:0], false)
 	if args != nil {
 		r.args = args
 	}
@@ -174,48 +192,81 @@ func (r *Reader) parse() ([][]byte, int, error) {
 // (reusing its array). It returns the args and the bytes they took, or nil
 // args and how many more bytes are needed at least, or used > 0 with nil
 // args for an empty command (*0, *-1), or a protocol error.
-func (r *Reader) parseMultibulk(b []byte, args [][]byte) (_ [][]byte, used, need int, err error) {
-	line, n, err := readLine(b, 1, errBigMbulkCount)
-	if err != nil || n < 0 {
-		return nil, 0, 1, err
+//
+// A command past the limits of a connection that must still log in is
+// refused at its first header past them if r.Unauthenticated says so;
+// parsed ahead, it is not asked, and over is the error the command gets if
+// the connection must log in when Next takes it.
+func (r *Reader) parseMultibulk(b []byte, args [][]byte, ahead bool) (_ [][]byte, used, need int, over ProtocolError, err error) {
+	count, n := shortBulkLen(b) // "*N\r\n" reads as "$N\r\n"
+	if n == 0 {
+		line, m, err := readLine(b, 1, errBigMbulkCount)
+		if err != nil || m < 0 {
+			return nil, 0, 1, "", err
+		}
+		var ok bool
+		if count, ok = atoi(line); !ok {
+			return nil, 0, 0, "", errMultibulkLen
+		}
+		n = m
 	}
-	count, ok := atoi(line)
-	if !ok || count > int64(r.maxArgs) {
-		return nil, 0, 0, errMultibulkLen
+	if count > unauthMaxArgs && r.Unauthenticated != nil {
+		if ahead {
+			over = errUnauthMbulk
+		} else if r.Unauthenticated() {
+			return nil, 0, 0, "", errUnauthMbulk
+		}
+	}
+	if count > int64(r.maxArgs) {
+		return nil, 0, 0, "", errMultibulkLen
 	}
 	if count <= 0 {
-		return nil, n, 0, nil
+		return nil, n, 0, "", nil
 	}
 	pos := n
 	for i := int64(0); i < count; i++ {
 		if pos >= len(b) {
-			return nil, 0, 1, nil
+			return nil, 0, 1, "", nil
 		}
 		if b[pos] != '$' {
-			return nil, 0, 0, ProtocolError("ERR Protocol error: expected '$', got '" + printable(b[pos]) + "'")
+			return nil, 0, 0, "", ProtocolError("ERR Protocol error: expected '$', got '" + printable(b[pos]) + "'")
 		}
-		line, n, err := readLine(b[pos:], 1, errBigBulkCount)
-		if err != nil {
-			return nil, 0, 0, err
+		size, n := shortBulkLen(b[pos:])
+		if n == 0 {
+			line, m, err := readLine(b[pos:], 1, errBigBulkCount)
+			if err != nil {
+				return nil, 0, 0, "", err
+			}
+			if m < 0 {
+				return nil, 0, 1, "", nil
+			}
+			var ok bool
+			if size, ok = atoi(line); !ok || size < 0 {
+				return nil, 0, 0, "", errBulkLen
+			}
+			n = m
 		}
-		if n < 0 {
-			return nil, 0, 1, nil
+		if size > unauthMaxArgLen && over == "" && r.Unauthenticated != nil {
+			if ahead {
+				over = errUnauthBulk
+			} else if r.Unauthenticated() {
+				return nil, 0, 0, "", errUnauthBulk
+			}
 		}
-		size, ok := atoi(line)
-		if !ok || size < 0 || size > int64(r.maxArgLen) {
-			return nil, 0, 0, errBulkLen
+		if size > int64(r.maxArgLen) {
+			return nil, 0, 0, "", errBulkLen
 		}
 		pos += n
 		if end := pos + int(size) + 2; end > len(b) {
-			return nil, 0, end - len(b), nil
+			return nil, 0, end - len(b), "", nil
 		}
-		if b[pos+int(size)] != '\r' || b[pos+int(size)+1] != '\n' {
-			return nil, 0, 0, errBulkTerminator
-		}
+		// The two bytes after the argument are skipped unread, as Redis
+		// skips them: they are CRLF from any client that follows the
+		// protocol.
 		args = append(args, b[pos:pos+int(size):pos+int(size)])
 		pos += int(size) + 2
 	}
-	return args, pos, 0, nil
+	return args, pos, 0, over, nil
 }
 
 // Lookahead calls fn with each complete command buffered after those Next
@@ -234,7 +285,7 @@ func (r *Reader) Lookahead(fn func(args [][]byte) bool) {
 	r.ahead, r.aheadAt = r.ahead[:0], 0
 	for pos := r.start; pos < r.end && r.buf[pos] == '*'; {
 		at := len(r.pre)
-		args, used, _, err := r.parseMultibulk(r.buf[pos:r.end], r.pre)
+		args, used, _, over, err := r.parseMultibulk(r.buf[pos:r.end], r.pre, true)
 		if err != nil || used == 0 {
 			return
 		}
@@ -244,16 +295,20 @@ func (r *Reader) Lookahead(fn func(args [][]byte) bool) {
 			continue
 		}
 		r.pre = args
-		r.ahead = append(r.ahead, parsedCmd{at: at, n: len(args) - at, used: used})
+		r.ahead = append(r.ahead, parsedCmd{at: at, n: len(args) - at, used: used, over: over})
 		if !fn(args[at:]) {
 			return
 		}
 	}
 }
 
-// parsedCmd is a command Lookahead parsed: its arguments r.pre[at:at+n]
-// and the bytes it takes in the buffer.
-type parsedCmd struct{ at, n, used int }
+// parsedCmd is a command Lookahead parsed: its arguments r.pre[at:at+n],
+// the bytes it takes in the buffer, and the error it gets if the
+// connection must still log in when Next takes it ("" if none).
+type parsedCmd struct {
+	at, n, used int
+	over        ProtocolError
+}
 
 // readLine finds "\r\n" in b at or after from. It returns the line without
 // its type byte, the bytes consumed including CRLF, or n = -1 when the line
@@ -276,26 +331,53 @@ func readLine(b []byte, from int, tooBig ProtocolError) ([]byte, int, error) {
 	return nil, -1, nil
 }
 
-// atoi parses a RESP length: optional '-', then digits, at most 18 of them.
+// shortBulkLen reads a header of one or two digits at the start of b
+// ("$7\r\n", "$42\r\n", "*3\r\n"; the type byte is not looked at), the
+// length of nearly every argument and command: the number and the
+// header's bytes, or n = 0 for any other header, which readLine and atoi
+// then read (they read these as it does).
+func shortBulkLen(b []byte) (size int64, n int) {
+	if len(b) < 5 {
+		return 0, 0
+	}
+	d0, d1 := b[1]-'0', b[2]-'0'
+	switch {
+	case d0 <= 9 && b[2] == '\r' && b[3] == '\n':
+		return int64(d0), 4
+	case d0-1 <= 8 && d1 <= 9 && b[3] == '\r' && b[4] == '\n': // no leading 0
+		return int64(d0)*10 + int64(d1), 5
+	}
+	return 0, 0
+}
+
+// atoi parses a RESP length as Redis's string2ll does: "0", or an
+// optional '-', a digit 1-9 and more digits, within an int64. So "+1",
+// "01" and "-0" are not lengths, as in Redis.
 func atoi(b []byte) (int64, bool) {
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
 	neg := false
 	if len(b) > 0 && b[0] == '-' {
 		neg, b = true, b[1:]
 	}
-	if len(b) == 0 || len(b) > 18 {
+	if len(b) == 0 || len(b) > 19 || b[0] < '1' || b[0] > '9' {
 		return 0, false
 	}
-	var n int64
+	var u uint64 // 19 digits fit
 	for _, c := range b {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		n = n*10 + int64(c-'0')
+		u = u*10 + uint64(c-'0')
 	}
-	if neg {
-		n = -n
+	switch {
+	case neg && u <= 1<<63:
+		return int64(-u), true // MinInt64 too
+	case !neg && u < 1<<63:
+		return int64(u), true
 	}
-	return n, true
+	return 0, false
 }
 
 func printable(c byte) string {

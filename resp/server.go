@@ -184,6 +184,7 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 	lim := srv.Limits()
 	rd := NewReader(rw, lim.MaxArgs, lim.MaxArgLen)
 	rd.BeforeRead = beforeRead
+	rd.Unauthenticated = func() bool { return srv.Unauthenticated(c) }
 	w := NewWriter(c.Proto)
 	// Messages published by other connections are written at once, from
 	// the publisher's goroutine; wmu keeps them and the replies whole.

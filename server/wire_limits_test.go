@@ -132,3 +132,85 @@ func TestInlineCommands(t *testing.T) {
 		}
 	})
 }
+
+// TestProtocolErrorsAsRedis sends the same raw requests to redis-server
+// and to rlserver, each followed by QUIT, and requires the same replies up
+// to the connection's end: a protocol error, or the request's replies and
+// QUIT's. The lengths are the point: Redis reads "*N" and "$N" as
+// string2ll does (so "01", "-0" and "+1" are no lengths), skips the two
+// bytes after an argument unread, and holds a connection that must still
+// log in to smaller requests.
+func TestProtocolErrorsAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	raddr := "127.0.0.1:" + fmt.Sprint(rd.port)
+	replies := func(addr, in string) []string {
+		c := rltest.Dial(t, addr)
+		defer c.Close()
+		c.Send([]byte(in + "*1\r\n$4\r\nQUIT\r\n"))
+		var out []string
+		for len(out) < 10 {
+			r, err := c.Read()
+			if err != nil {
+				return append(out, "(closed)")
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	eachServeMode(t, func(t *testing.T, mode testserver.Option) {
+		addr := testserver.Start(t, mode).Addr.String()
+		for _, in := range []string{
+			"*1\r\n$4\r\nPING\r\n",
+			"*2\r\n$4\r\nECHO\r\n$10\r\n0123456789\r\n",
+			"*01\r\n$4\r\nPING\r\n",
+			"*00\r\n",
+			"*-0\r\n",
+			"*+1\r\n$4\r\nPING\r\n",
+			"*-5\r\n",
+			"*-9223372036854775808\r\n",
+			"*-9223372036854775809\r\n",
+			"*1\r\n$04\r\nPING\r\n",
+			"*1\r\n$00\r\n\r\n",
+			"*1\r\n$-0\r\n",
+			"*1\r\n$-1\r\n",
+			"*1\r\n$+4\r\nPING\r\n",
+			"*1\r\n$4\nPING\r\n",
+			"*1\r\n$4x\r\nPING\r\n",
+			"*1\r\n$4\r\nPINGxx",
+			"*2\r\n$4\r\nECHO\r\n$ 1\r\nx\r\n",
+		} {
+			require.Equal(t, replies(raddr, in), replies(addr, in), "%q: Redis's replies, then rlserver's", in)
+		}
+
+		// With a password, a connection that has not logged in may send
+		// at most 10 arguments of at most 16 KiB; the limits apply from
+		// the moment a command is read, so an AUTH earlier in the same
+		// read lifts them and a RESET sets them again.
+		ctl := rltest.Dial(t, addr)
+		defer rd.c.Do("CONFIG", "SET", "requirepass", "")
+		for _, c := range []*rltest.Conn{rd.c, ctl} {
+			require.Equal(t, "+OK", c.Do("CONFIG", "SET", "requirepass", "secret"))
+		}
+		del11 := string(rltest.Encode("DEL", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10"))
+		auth := string(rltest.Encode("AUTH", "secret"))
+		for _, in := range []string{
+			del11,
+			"*11\r\n",
+			"*2000\r\n",
+			"*10\r\n$4\r\nPING\r\n",
+			"*-20\r\n",
+			"*1\r\n$16385\r\n",
+			"*1\r\n$70000\r\n",
+			string(rltest.Encode("ECHO", strings.Repeat("x", 16384))),
+			string(rltest.Encode("ECHO", strings.Repeat("x", 16385))),
+			auth + del11,
+			auth + string(rltest.Encode("ECHO", strings.Repeat("x", 16385))),
+			string(rltest.Encode("AUTH", "wrong")) + del11,
+			auth + string(rltest.Encode("RESET")) + del11,
+			"PING a b c d e f g h i j k l\r\n",
+		} {
+			require.Equal(t, replies(raddr, in), replies(addr, in), "with a password, %.60q: Redis's replies, then rlserver's", in)
+		}
+		require.Equal(t, "+OK", ctl.Do("CONFIG", "SET", "requirepass", ""))
+	})
+}
