@@ -56,7 +56,10 @@ func Parse(path string) ([]Setting, error) {
 }
 
 // SplitArgs splits a line as Redis's sdssplitargs does. A line that is
-// blank or starts with # (after spaces) has no arguments.
+// blank or starts with # (after spaces) has no arguments. An argument
+// ends at a space, tab, CR or LF outside quotes; quotes may open inside
+// one (a"b c" is the argument ab c); a closing quote must be followed by
+// a space (C's isspace) or the end.
 func SplitArgs(line string) ([]string, error) {
 	var args []string
 	i := 0
@@ -71,66 +74,50 @@ func SplitArgs(line string) ([]string, error) {
 			return nil, nil
 		}
 		var cur []byte
-		switch line[i] {
-		case '"':
-			i++
-			for {
-				if i == len(line) {
+		inDQ, inSQ := false, false
+	arg:
+		for ; ; i++ {
+			if i == len(line) {
+				if inDQ || inSQ {
 					return nil, ErrQuotes
 				}
-				c := line[i]
-				if c == '"' {
-					i++
-					break
-				}
-				if c == '\\' && i+1 < len(line) {
-					if line[i+1] == 'x' && i+3 < len(line) && isHex(line[i+2]) && isHex(line[i+3]) {
-						v, _ := strconv.ParseUint(line[i+2:i+4], 16, 8)
-						cur = append(cur, byte(v))
-						i += 4
-						continue
-					}
-					cur = append(cur, unescape(line[i+1]))
-					i += 2
-					continue
-				}
-				cur = append(cur, c)
-				i++
+				break
 			}
-		case '\'':
-			i++
-			for {
-				if i == len(line) {
+			c := line[i]
+			switch {
+			case inDQ && c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
+				v, _ := strconv.ParseUint(line[i+2:i+4], 16, 8)
+				cur = append(cur, byte(v))
+				i += 3
+			case inDQ && c == '\\' && i+1 < len(line):
+				i++
+				cur = append(cur, unescape(line[i]))
+			case inSQ && c == '\\' && i+1 < len(line) && line[i+1] == '\'':
+				i++
+				cur = append(cur, '\'')
+			case inDQ && c == '"' || inSQ && c == '\'':
+				if i+1 < len(line) && !isSpace(line[i+1]) { // a closing quote must end the argument
 					return nil, ErrQuotes
 				}
-				c := line[i]
-				if c == '\'' {
-					i++
-					break
-				}
-				if c == '\\' && i+1 < len(line) && line[i+1] == '\'' {
-					cur = append(cur, '\'')
-					i += 2
-					continue
-				}
+				i++
+				break arg
+			case inDQ || inSQ:
 				cur = append(cur, c)
-				i++
+			case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+				break arg
+			case c == '"':
+				inDQ = true
+			case c == '\'':
+				inSQ = true
+			default:
+				cur = append(cur, c)
 			}
-		default:
-			for i < len(line) && !isSpace(line[i]) {
-				cur = append(cur, line[i])
-				i++
-			}
-			args = append(args, string(cur))
-			continue
-		}
-		if i < len(line) && !isSpace(line[i]) { // a closing quote must end the argument
-			return nil, ErrQuotes
 		}
 		args = append(args, string(cur))
 	}
 }
 
+// isSpace is C's isspace.
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
 }

@@ -25,6 +25,13 @@ func TestSplitArgs(t *testing.T) {
 		{`dir "unbalanced`, nil, true},
 		{`dir "closed"x`, nil, true},
 		{`dir 'open`, nil, true},
+		// As sdssplitargs: a quote may open inside an argument, and only
+		// a space, tab, CR or LF ends one outside quotes.
+		{`dir a"b c"`, []string{"dir", "ab c"}, false},
+		{"dir a'b c'\v", []string{"dir", "ab c"}, false},
+		{"dir a\vb\fc", []string{"dir", "a\vb\fc"}, false},
+		{"\v\fdir\v\f", []string{"dir\v\f"}, false},
+		{`dir a"b"c`, nil, true},
 	} {
 		got, err := SplitArgs(c.line)
 		if c.err {

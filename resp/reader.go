@@ -422,6 +422,9 @@ func (r *Reader) parseInline(b []byte) ([][]byte, int, error) {
 	return args, 0, nil
 }
 
+// isSpace is C's isspace: what separates inline arguments and may follow a
+// closing quote. An unquoted argument ends only at a space, tab, CR or LF,
+// so "a\vb" is one argument, as in Redis.
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
@@ -515,7 +518,7 @@ func (r *Reader) splitArgs(line []byte) ([][]byte, error) {
 				}
 			default:
 				switch {
-				case isSpace(c):
+				case c == ' ' || c == '\t' || c == '\n' || c == '\r': // not \v or \f, as in Redis's sdssplitargs
 					break arg
 				case c == '"':
 					inDQ = true

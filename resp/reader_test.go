@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/rlserver/rlserver/configfile"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/redcon"
 )
@@ -352,4 +353,38 @@ func BenchmarkWriterInt(b *testing.B) {
 			w.Int(v)
 		}
 	}
+}
+
+// FuzzInlineAsConfig: an inline request and a configuration file line are
+// both split as Redis's sdssplitargs splits them, by two implementations
+// (this reader's, with its limits and buffers, and configfile.SplitArgs);
+// any line splits the same way in both, or fails on its quotes in both.
+func FuzzInlineAsConfig(f *testing.F) {
+	for _, s := range []string{"port 7001", `dir "a b"`, `x "\x41\n\x4"`, `y 'it\'s'`, `"open`, "a\tb  c",
+		`"a"b`, `a"b c"`, "a\vb\f", "\v\"a\"\v", `'a\'`, `"a\`} {
+		f.Add(s)
+	}
+	rd := NewReader(nil, 1<<20, 1<<20)
+	f.Fuzz(func(t *testing.T, line string) {
+		want, wantErr := configfile.SplitArgs(line)
+		if wantErr == nil && want == nil && strings.HasPrefix(strings.TrimLeft(line, " \t\r\n\v\f"), "#") {
+			return // a comment line, in a file
+		}
+		args, err := rd.splitArgs([]byte(line))
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: inline %v, configuration file %v", line, err, wantErr)
+		}
+		if err != nil {
+			require.Equal(t, errUnbalanced, err, "%q", line)
+			return
+		}
+		got := make([]string, 0, len(args))
+		for _, a := range args {
+			got = append(got, string(a))
+		}
+		require.Equal(t, len(want), len(got), "%q: %q against %q", line, got, want)
+		for i := range want {
+			require.Equal(t, want[i], got[i], "%q", line)
+		}
+	})
 }

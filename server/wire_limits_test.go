@@ -178,6 +178,20 @@ func TestProtocolErrorsAsRedis(t *testing.T) {
 			"*1\r\n$4x\r\nPING\r\n",
 			"*1\r\n$4\r\nPINGxx",
 			"*2\r\n$4\r\nECHO\r\n$ 1\r\nx\r\n",
+			// Inline requests, split as Redis's sdssplitargs splits them.
+			"ECHO \"a\\x41b\\t\\n\\a\\b\\r\\xZZ\"\r\n",
+			"ECHO 'a\\'b'\r\n",
+			"ECHO 'a\\nb' \"\"\r\n",
+			"ECHO \"a\"b\r\n",
+			"ECHO 'a'b\r\n",
+			"ECHO \"a\r\n",
+			"ECHO\ta\r\n",
+			"ECHO a\vb\r\n",
+			"ECHO a\fb\r\n",
+			"\v\fECHO\v\f\"a\"\v\r\n",
+			"ECHO a\rb\r\n",
+			"   \r\n\n",
+			"+PING\r\n",
 		} {
 			require.Equal(t, replies(raddr, in), replies(addr, in), "%q: Redis's replies, then rlserver's", in)
 		}
