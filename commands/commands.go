@@ -73,7 +73,7 @@ func NewTable() Table {
 			{Name: "info", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns information about one, multiple or all commands.", Run: cmdCommandInfo},
 			{Name: "docs", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns documentary information about one, multiple or all commands.", Run: cmdCommandDocs},
 			{Name: "list", Arity: -2, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Returns a list of command names.", Run: cmdCommandList},
-			{Name: "getkeys", Arity: -3, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Extracts the key names from an arbitrary command.", Run: cmdCommandGetKeys},
+			{Name: "getkeys", Arity: -4, Flags: FlagLoading | FlagStale, ACL: []string{"@slow", "@connection"}, Summary: "Extracts the key names from an arbitrary command.", Run: cmdCommandGetKeys},
 		})},
 		{Name: "config", Arity: -2, ACL: []string{"@slow"}, Group: server, Since: "2.0.0", Summary: "A container for server configuration commands.", Sub: subTable("config", []*Command{
 			{Name: "get", Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the effective values of configuration parameters.", Run: cmdConfigGet},

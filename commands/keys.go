@@ -219,8 +219,8 @@ func cmdKeys(x *Ctx) {
 // iteration is returned at least once (more than once if its shard was
 // compacted meanwhile).
 func cmdScan(x *Ctx) {
-	cursor, err := strconv.ParseUint(string(x.Args[1]), 10, 64)
-	if err != nil {
+	cursor, ok := parseCursor(x.Args[1])
+	if !ok {
 		x.Error(ErrInvalidCursor)
 		return
 	}
@@ -285,13 +285,20 @@ func cmdScan(x *Ctx) {
 }
 
 func cmdMemoryUsage(x *Ctx) {
-	if len(x.Args) != 3 && !(len(x.Args) == 5 && ascii.EqualFold(x.Args[3], "SAMPLES")) {
-		x.Error(ErrSyntax)
-		return
-	}
-	if len(x.Args) == 5 {
-		if _, ok := parseInt64(x.Args[4]); !ok {
+	// Any number of SAMPLES n, each checked, as Redis reads them (a
+	// record has no samples to take, so n changes nothing).
+	for j := 3; j < len(x.Args); j += 2 {
+		if !ascii.EqualFold(x.Args[j], "SAMPLES") || j+1 == len(x.Args) {
+			x.Error(ErrSyntax)
+			return
+		}
+		n, ok := parseInt64(x.Args[j+1])
+		if !ok {
 			x.Error(ErrNotInteger)
+			return
+		}
+		if n < 0 {
+			x.Error(ErrSyntax)
 			return
 		}
 	}

@@ -34,6 +34,26 @@ func parseUint64(b []byte) (uint64, bool) {
 	return parseDigits(b)
 }
 
+// parseCursor parses a SCAN cursor as Redis does, with C's strtoul in base
+// 10: an optional sign and digits within a uint64, a minus wrapping the
+// value around (-1 is the largest cursor), and the empty string 0. A
+// leading space, a sign without digits or anything after the digits is no
+// cursor.
+func parseCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if b[0] == '-' || b[0] == '+' {
+		b = b[1:]
+	}
+	u, ok := parseDigits(b)
+	if neg {
+		u = -u
+	}
+	return u, ok
+}
+
 // parseDigits parses one or more ASCII digits into a uint64, refusing
 // overflow.
 func parseDigits(b []byte) (uint64, bool) {

@@ -121,12 +121,12 @@ func cmdSave(x *Ctx) {
 }
 
 func cmdBgsave(x *Ctx) {
-	if !x.N.Persistent() {
-		x.Error(ErrPersistOff)
+	if len(x.Args) > 2 || (len(x.Args) == 2 && !ascii.EqualFold(x.Args[1], "SCHEDULE")) {
+		x.Error(ErrSyntax) // before anything else, as in Redis
 		return
 	}
-	if len(x.Args) > 2 || (len(x.Args) == 2 && !ascii.EqualFold(x.Args[1], "SCHEDULE")) {
-		x.Error(ErrSyntax)
+	if !x.N.Persistent() {
+		x.Error(ErrPersistOff)
 		return
 	}
 	if err := x.N.BackgroundSave(); err != nil {

@@ -247,7 +247,7 @@ func ParseSize(v string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || (n > 0 && mult > (1<<63-1)/n) {
+	if err != nil || strings.TrimLeft(s, "0123456789") != "" || (n > 0 && mult > (1<<63-1)/n) { // no sign
 		return 0, fmt.Errorf("invalid size %q", v)
 	}
 	return n * mult, nil
@@ -281,6 +281,21 @@ func ParseOutputLimit(v string) (OutputLimit, error) {
 		return OutputLimit{}, fmt.Errorf("client-output-buffer-limit: invalid value %q", v)
 	}
 	return OutputLimit{Hard: hard, Soft: soft, SoftSeconds: secs}, nil
+}
+
+// configInt reads a CONFIG SET integer as Redis's numeric parameters do:
+// string2ll's digits ("0", or an optional '-' and no leading zero: the
+// number as Redis writes it), then the parameter's bounds, lo and hi
+// included, each failure in Redis's words.
+func configInt(v string, lo, hi int64) (int64, error) {
+	k, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || strconv.FormatInt(k, 10) != v {
+		return 0, errors.New("argument couldn't be parsed into an integer")
+	}
+	if k < lo || k > hi {
+		return 0, fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
+	}
+	return k, nil
 }
 
 // ParseLogLevel parses a --log-level value: debug, info, warn, error, and
@@ -417,30 +432,27 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "maxclients", Get: func() string { return strconv.FormatInt(n.maxClients.Load(), 10) },
 			Set: func(v string) error {
-				k, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || k < 1 {
-					return errors.New("argument must be a positive integer")
+				k, err := configInt(v, 1, math.MaxUint32)
+				if err != nil {
+					return err
 				}
 				n.maxClients.Store(k)
 				return nil
 			}},
 		{Name: "timeout", Get: func() string { return strconv.FormatInt(n.timeout.Load(), 10) },
 			Set: func(v string) error {
-				k, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || k < 0 {
-					return errors.New("argument couldn't be parsed into an integer")
+				k, err := configInt(v, 0, math.MaxInt32)
+				if err != nil {
+					return err
 				}
 				n.timeout.Store(k)
 				return nil
 			}},
 		{Name: "shutdown-timeout", Get: func() string { return strconv.FormatInt(n.shutdownTimeout.Load(), 10) },
 			Set: func(v string) error {
-				k, err := strconv.ParseInt(v, 10, 64)
+				k, err := configInt(v, 0, math.MaxInt32)
 				if err != nil {
-					return errors.New("argument couldn't be parsed into an integer")
-				}
-				if k < 0 || k > math.MaxInt32 {
-					return errors.New("argument must be between 0 and 2147483647 inclusive")
+					return err
 				}
 				n.shutdownTimeout.Store(k)
 				return nil
@@ -466,7 +478,7 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			Set: func(v string) error {
 				l, err := ParseLogLevel(v)
 				if err != nil {
-					return err
+					return errors.New("argument(s) must be one of the following: debug, verbose, notice, warning") // Redis's; info, warn and error are taken too
 				}
 				n.logLevel.Set(l)
 				return nil
@@ -477,7 +489,7 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			Set: func(v string) error {
 				b, err := ParseSize(v)
 				if err != nil {
-					return err
+					return errors.New("argument must be a memory value")
 				}
 				n.maxMemory.Store(b)
 				select { // RunMaxMemory checks the new limit at once
@@ -519,22 +531,22 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 		{Name: "metrics-top-keys", Get: str(func(c Config) string { return strconv.Itoa(c.MetricsTopKeys) })},
 		{Name: "slowlog-log-slower-than", Get: func() string { return strconv.FormatInt(n.slow.threshold.Load(), 10) },
 			Set: func(v string) error {
-				k, err := strconv.ParseInt(v, 10, 64)
+				k, err := configInt(v, -1, math.MaxInt64)
 				if err != nil {
-					return errors.New("argument couldn't be parsed into an integer")
+					return err
 				}
 				n.slow.threshold.Store(k)
 				return nil
 			}},
 		{Name: "slowlog-max-len", Get: func() string { return strconv.FormatInt(n.slow.maxLen.Load(), 10) },
 			Set: func(v string) error {
-				k, err := strconv.Atoi(v)
-				if err != nil || k < 0 {
-					return errors.New("argument must be a positive integer")
+				k, err := configInt(v, 0, math.MaxInt64)
+				if err != nil {
+					return err
 				}
 				n.slow.mu.Lock()
-				n.slow.maxLen.Store(int64(k))
-				if over := len(n.slow.entries) - k; over > 0 {
+				n.slow.maxLen.Store(k)
+				if over := int64(len(n.slow.entries)) - k; over > 0 {
 					n.slow.entries = append(n.slow.entries[:0], n.slow.entries[over:]...)
 				}
 				n.slow.mu.Unlock()
@@ -542,9 +554,9 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 			}},
 		{Name: "latency-monitor-threshold", Get: func() string { return strconv.FormatInt(n.lat.threshold.Load(), 10) },
 			Set: func(v string) error {
-				k, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || k < 0 {
-					return errors.New("argument must be a positive integer")
+				k, err := configInt(v, 0, math.MaxInt64)
+				if err != nil {
+					return err
 				}
 				n.lat.threshold.Store(k)
 				return nil

@@ -5,7 +5,9 @@ package server_test
 import (
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +125,55 @@ func TestClientPauseAsRedis(t *testing.T) {
 		{"CLIENT", "UNPAUSE", "x"},
 	} {
 		require.Equal(t, rd.c.Do(args...), p.c.Do(args...), "%q", args)
+	}
+}
+
+// TestConfigSetAsRedis: CONFIG SET of the parameters both servers can
+// change answers as Redis 7.0's does, for good values and bad: the same
+// bounds and the same words. After each value taken, the parameter goes
+// back to its value before, on both.
+func TestConfigSetAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	values := []string{"abc", "", "-2", "-1", "0", "1", "+5", "007", "-0", "1.5", "1gb", "-5mb",
+		"2147483647", "2147483648", "4294967295", "4294967296", "9223372036854775807", "9223372036854775808",
+		"99999999999999999999"}
+	for _, tc := range []struct {
+		name string
+		skip []string // values rlserver refuses where Redis takes them, by design
+	}{
+		// Redis lowers a large limit of files sixteen at a time: minutes.
+		{name: "maxclients", skip: []string{"2147483647", "2147483648", "4294967295"}},
+		{name: "timeout"},
+		{name: "shutdown-timeout"},
+		{name: "slowlog-log-slower-than"},
+		{name: "slowlog-max-len"},
+		{name: "latency-monitor-threshold"},
+		// rlserver's sizes stop at int64 and take no empty value.
+		{name: "maxmemory", skip: []string{"", "9223372036854775808", "99999999999999999999"}},
+		// rlserver also takes slog's names of the levels.
+		{name: "loglevel", skip: []string{"info"}},
+		{name: "protected-mode"},
+	} {
+		conns := []*rltest.Conn{rd.c, p.c}
+		var before [2]string // each server's value, put back after each value taken
+		for i, c := range conns {
+			was := c.Do("CONFIG", "GET", tc.name)
+			v, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(was, `["`+tc.name+`" `), "]"))
+			require.NoError(t, err, was)
+			before[i] = v
+		}
+		for _, v := range append(values, "yes", "no", "notice", "WARNING", "info") {
+			if slices.Contains(tc.skip, v) {
+				continue
+			}
+			got := rd.c.Do("CONFIG", "SET", tc.name, v)
+			require.Equal(t, got, p.c.Do("CONFIG", "SET", tc.name, v), "CONFIG SET %s %q: Redis's answer, then rlserver's", tc.name, v)
+			if got == "+OK" {
+				for i, c := range conns {
+					require.Equal(t, "+OK", c.Do("CONFIG", "SET", tc.name, before[i]))
+				}
+			}
+		}
 	}
 }
