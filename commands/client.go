@@ -93,54 +93,46 @@ func orNULL(s *string) string {
 	return *s
 }
 
-// parseClientList is CLIENT LIST [TYPE type] [ID id ...]: the IDs to list,
-// nil for all.
-func parseClientList(args [][]byte) (ids map[int64]bool, err error) {
-	for len(args) > 0 {
-		switch ascii.Lower(args[0]) {
-		case "type":
-			if len(args) < 2 {
-				return nil, ErrSyntax
-			}
-			t := ascii.Lower(args[1])
-			if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
-				return nil, ErrClientType(args[1])
-			}
-			if t != "normal" {
-				ids = map[int64]bool{} // only normal clients exist
-			}
-			args = args[2:]
-		case "id":
-			if len(args) < 2 {
-				return nil, ErrSyntax
-			}
-			if ids == nil {
-				ids = map[int64]bool{}
-			}
-			for _, a := range args[1:] {
-				id, ok := parseInt64(a)
-				if !ok || id <= 0 {
-					return nil, ErrClientID
-				}
-				ids[id] = true
-			}
-			args = nil
-		default:
-			return nil, ErrSyntax
+// parseClientList is CLIENT LIST's filter, as Redis 7.0 reads it: TYPE
+// type, or ID id..., or nothing (nil: every session). A session is of type
+// pubsub while it has subscriptions, else normal; replication's links are
+// not sessions, so TYPE master and replica list none. An ID is any
+// integer; one that names no session lists nothing.
+func parseClientList(args [][]byte) (func(*Session) bool, error) {
+	switch {
+	case len(args) == 0:
+		return nil, nil
+	case len(args) == 2 && ascii.EqualFold(args[0], "type"):
+		switch t := ascii.Lower(args[1]); t {
+		case "normal", "pubsub":
+			return func(c *Session) bool { return (c.nsubs.Load() > 0) == (t == "pubsub") }, nil
+		case "master", "replica", "slave":
+			return func(*Session) bool { return false }, nil
 		}
+		return nil, ErrClientType(args[1])
+	case len(args) > 1 && ascii.EqualFold(args[0], "id"):
+		ids := map[int64]bool{}
+		for _, a := range args[1:] {
+			id, ok := parseInt64(a)
+			if !ok {
+				return nil, ErrClientID
+			}
+			ids[id] = true
+		}
+		return func(c *Session) bool { return ids[c.ID] }, nil
 	}
-	return ids, nil
+	return nil, ErrSyntax
 }
 
 func cmdClientList(x *Ctx) {
-	ids, err := parseClientList(x.Args[2:])
+	listed, err := parseClientList(x.Args[2:])
 	if err != nil {
 		x.Error(err)
 		return
 	}
 	var b strings.Builder
 	for _, c := range x.N.Sessions() {
-		if ids != nil && !ids[c.ID] {
+		if listed != nil && !listed(c) {
 			continue
 		}
 		b.WriteString(clientLine(c, x.C))

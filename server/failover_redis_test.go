@@ -177,3 +177,45 @@ func TestConfigSetAsRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestClientListAsRedis: CLIENT LIST's filters read as Redis 7.0's, and
+// TYPE pubsub lists the connections with subscriptions, TYPE normal the
+// others. The lines' fields differ between the servers (rlserver's
+// memory, its lib-name); their flags and count do not.
+func TestClientListAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	flags := func(list string) []string {
+		var out []string
+		for _, f := range strings.Fields(list) {
+			if strings.HasPrefix(f, "flags=") {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	for _, n := range []*replNode{rd, p} {
+		sub := rltest.Dial(t, "127.0.0.1:"+strconv.Itoa(n.port))
+		require.Equal(t, `["subscribe" "ch" 1]`, sub.Do("SUBSCRIBE", "ch"))
+	}
+	for _, args := range [][]string{
+		{"CLIENT", "LIST", "TYPE"},
+		{"CLIENT", "LIST", "TYPE", "bogus"},
+		{"CLIENT", "LIST", "ID"},
+		{"CLIENT", "LIST", "ID", "abc"},
+		{"CLIENT", "LIST", "ID", "0"},
+		{"CLIENT", "LIST", "ID", "-5", "99999"},
+		{"CLIENT", "LIST", "TYPE", "normal", "ID", "1"},
+		{"CLIENT", "LIST", "ID", "1", "TYPE", "normal"},
+		{"CLIENT", "LIST", "BOGUS"},
+		{"CLIENT", "LIST", "TYPE", "master"},
+		{"CLIENT", "LIST", "TYPE", "replica"},
+	} {
+		require.Equal(t, rd.c.Do(args...), p.c.Do(args...), "%q", args)
+	}
+	for _, typ := range []string{"pubsub", "PUBSUB", "normal"} {
+		want := flags(rd.c.Do("CLIENT", "LIST", "TYPE", typ))
+		require.NotEmpty(t, want, typ)
+		require.Equal(t, want, flags(p.c.Do("CLIENT", "LIST", "TYPE", typ)), "CLIENT LIST TYPE %s: Redis's flags, then rlserver's", typ)
+	}
+}
