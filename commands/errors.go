@@ -115,6 +115,14 @@ const (
 	ErrHandOffUnknown Error = "ERR unknown node"
 )
 
+// ErrExecRefused is EXEC's answer when the checks before any command
+// refuse EXEC itself (its arity, the login, the user's permissions, a
+// subscribed connection): Redis discards the transaction and names the
+// refusal, without its ERR.
+func ErrExecRefused(err Error) Error {
+	return Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(string(err), "ERR "))
+}
+
 // ErrMoved sends the client to the node at addr ("ip:port"), which serves
 // slot.
 func ErrMoved(slot int, addr string) Error { return Error(fmt.Sprintf("MOVED %d %s", slot, addr)) }

@@ -76,9 +76,11 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) (held chan stru
 		c.seq.Add(1)
 		defer c.seq.Add(1)
 	}
+	routed := false // refused by the cluster's routing: a redirection, as it is
 	if err == "" && n.cluster != nil && (cmd.FirstKey > 0 || cmd.Has(commands.FlagTxnControl)) {
 		if err = n.route(c, cmd, args); err != "" && cmd.Name == "exec" {
 			c.DiscardMulti()
+			routed = true
 		}
 	}
 	if err == "" {
@@ -119,6 +121,10 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) (held chan stru
 			n.perCmd[cmd.Index].cell(c.stripe)[nRejected].Add(1)
 		}
 		c.RefusedInMulti()
+		if cmd != nil && cmd.Name == "exec" && !routed {
+			c.DiscardMulti() // as Redis's execCommandAbort
+			err = commands.ErrExecRefused(err)
+		}
 		w.Error(string(err))
 		return nil
 	}

@@ -219,3 +219,44 @@ func TestClientListAsRedis(t *testing.T) {
 		require.Equal(t, want, flags(p.c.Do("CLIENT", "LIST", "TYPE", typ)), "CLIENT LIST TYPE %s: Redis's flags, then rlserver's", typ)
 	}
 }
+
+// TestExecRefusedAsRedis: an EXEC that the checks before any command
+// refuse (its arity, the user's permissions, a subscribed connection, the
+// login) answers EXECABORT with the refusal, and discards the transaction,
+// as Redis's execCommandAbort does; a refused DISCARD leaves it open. Each
+// script runs on a new connection to each server.
+func TestExecRefusedAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	for _, n := range []*replNode{rd, p} {
+		require.Equal(t, "+OK", n.c.Do("ACL", "SETUSER", "noexec", "on", "nopass", "+@all", "-exec", "~*", "&*"))
+	}
+	for _, script := range [][][]string{
+		{{"EXEC", "x"}},
+		{{"MULTI"}, {"PING"}, {"EXEC", "x"}, {"EXEC"}, {"DISCARD"}},
+		{{"MULTI"}, {"PING"}, {"DISCARD", "x"}, {"DISCARD"}, {"DISCARD"}},
+		{{"AUTH", "noexec", "x"}, {"MULTI"}, {"PING"}, {"EXEC"}, {"DISCARD"}, {"EXEC"}},
+		{{"MULTI"}, {"PING"}, {"SUBSCRIBE", "ch"}, {"EXEC"}, {"MULTI"}, {"EXEC"}, {"DISCARD"}},
+	} {
+		var got [2][]string
+		for i, n := range []*replNode{rd, p} {
+			c := rltest.Dial(t, "127.0.0.1:"+strconv.Itoa(n.port))
+			for _, args := range script {
+				got[i] = append(got[i], c.Do(args...))
+			}
+			c.Close()
+		}
+		require.Equal(t, got[0], got[1], "%q: Redis's replies, then rlserver's", script)
+	}
+	// Before the login, with a password.
+	defer rd.c.Do("CONFIG", "SET", "requirepass", "")
+	var got [2][]string
+	for i, n := range []*replNode{rd, p} {
+		require.Equal(t, "+OK", n.c.Do("CONFIG", "SET", "requirepass", "secret"))
+		c := rltest.Dial(t, "127.0.0.1:"+strconv.Itoa(n.port))
+		got[i] = []string{c.Do("EXEC"), c.Do("MULTI"), c.Do("AUTH", "secret"), c.Do("EXEC")}
+		c.Close()
+	}
+	require.Equal(t, got[0], got[1], "before the login: Redis's replies, then rlserver's")
+	require.Equal(t, "+OK", p.c.Do("CONFIG", "SET", "requirepass", ""))
+}
