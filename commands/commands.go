@@ -147,7 +147,7 @@ func NewTable() Table {
 		{Name: "asking", Arity: 1, Clockless: true, Flags: FlagFast, ACL: []string{"@fast", "@connection"}, Group: "cluster", Since: "3.0.0", Summary: "Signals that a cluster client is following an -ASK redirect.", Run: cmdAsking},
 		// transactions
 		{Name: "multi", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Starts a transaction.", Run: cmdMulti},
-		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagTxnControl, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},
+		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagSkipSlowlog | FlagTxnControl, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},
 		{Name: "discard", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.0.0", Summary: "Discards a transaction.", Run: cmdDiscard},
 		// limiters
 		{Name: "rl.fixed", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Fixed window counter: key limit window [COST n] [RESERVE maxwait].", Peek: limiterPeek, Run: limiter(engine.KindFixed)},

@@ -25,7 +25,8 @@ const (
 	FlagModule   // CL.THROTTLE is a module command in redis-cell
 	FlagNoMulti  // refused inside MULTI (SAVE, SHUTDOWN: they cannot run under EXEC's locks; REPLCONF: ACK answers nothing, which EXEC's array cannot hold)
 	FlagDenyOOM
-	FlagTxnControl // not queued by MULTI; runs at once (EXEC, DISCARD, MULTI, QUIT, RESET). Not reported.
+	FlagTxnControl  // not queued by MULTI; runs at once (EXEC, DISCARD, MULTI, QUIT, RESET). Not reported.
+	FlagSkipSlowlog // not in the slow log (EXEC: its commands are, one by one)
 )
 
 var flagNames = []struct {
@@ -34,7 +35,7 @@ var flagNames = []struct {
 }{
 	{FlagWrite, "write"}, {FlagReadOnly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
 	{FlagAdmin, "admin"}, {FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
-	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
+	{FlagSkipSlowlog, "skip_slowlog"}, {FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
 }
 
 // Command is one entry of the command table: everything the dispatcher

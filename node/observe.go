@@ -324,7 +324,7 @@ func (n *Node) LatencyReset(events []string) int {
 // histograms, the slow log and the latency monitor.
 func (n *Node) observe(c *Client, cmd *commands.Command, args [][]byte, d int64) {
 	n.histOf(cmd.Index).cells[c.stripe].b[histBucket(d)].Add(1)
-	if t := n.slow.threshold.Load(); t >= 0 && d >= t*1000 && n.slow.maxLen.Load() > 0 {
+	if t := n.slow.threshold.Load(); t >= 0 && d >= t*1000 && n.slow.maxLen.Load() > 0 && !cmd.Has(commands.FlagSkipSlowlog) {
 		n.slow.add(c, args, time.Duration(d))
 	}
 	if t := n.lat.threshold.Load(); t > 0 && d >= t*int64(time.Millisecond) {

@@ -5,6 +5,7 @@ package server_test
 import (
 	"net"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,4 +260,27 @@ func TestExecRefusedAsRedis(t *testing.T) {
 	}
 	require.Equal(t, got[0], got[1], "before the login: Redis's replies, then rlserver's")
 	require.Equal(t, "+OK", p.c.Do("CONFIG", "SET", "requirepass", ""))
+}
+
+// TestSlowlogAsRedis: the slow log holds a transaction's commands, one by
+// one, and not EXEC itself (Redis's skip_slowlog), in Redis's order.
+func TestSlowlogAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	argvs := regexp.MustCompile(`\[("(?:[^"\\]|\\.)*"(?: "(?:[^"\\]|\\.)*")*)\]`)
+	var got [2][]string
+	for i, n := range []*replNode{rd, p} {
+		c := n.c
+		require.Equal(t, "+OK", c.Do("CONFIG", "SET", "slowlog-max-len", "128"))
+		require.Equal(t, "+OK", c.Do("CONFIG", "SET", "slowlog-log-slower-than", "0"))
+		require.Equal(t, "+OK", c.Do("SLOWLOG", "RESET"))
+		for _, args := range [][]string{{"MULTI"}, {"PING"}, {"ECHO", "a"}, {"EXEC"}, {"CONFIG", "SET", "slowlog-log-slower-than", "10000"}} {
+			c.Do(args...)
+		}
+		for _, m := range argvs.FindAllStringSubmatch(c.Do("SLOWLOG", "GET", "-1"), -1) {
+			got[i] = append(got[i], m[1])
+		}
+	}
+	require.Equal(t, got[0], got[1], "the slow log: Redis's, then rlserver's")
+	require.Equal(t, []string{`"ECHO" "a"`, `"PING"`, `"MULTI"`, `"SLOWLOG" "RESET"`}, got[1])
 }
