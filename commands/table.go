@@ -27,6 +27,11 @@ const (
 	FlagDenyOOM
 	FlagTxnControl  // not queued by MULTI; runs at once (EXEC, DISCARD, MULTI, QUIT, RESET). Not reported.
 	FlagSkipSlowlog // not in the slow log (EXEC: its commands are, one by one)
+	// Reported only, as Redis 7.0 reports them: nothing here blocks or
+	// loads asynchronously, and pub/sub needs no flag to work.
+	FlagPubSub
+	FlagNoAsyncLoading
+	FlagAllowBusy
 )
 
 var flagNames = []struct {
@@ -34,8 +39,9 @@ var flagNames = []struct {
 	name string
 }{
 	{FlagWrite, "write"}, {FlagReadOnly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
-	{FlagAdmin, "admin"}, {FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
-	{FlagSkipSlowlog, "skip_slowlog"}, {FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
+	{FlagAdmin, "admin"}, {FlagPubSub, "pubsub"}, {FlagNoScript, "noscript"}, {FlagLoading, "loading"},
+	{FlagStale, "stale"}, {FlagSkipSlowlog, "skip_slowlog"}, {FlagFast, "fast"}, {FlagNoAuth, "no_auth"},
+	{FlagNoAsyncLoading, "no_async_loading"}, {FlagNoMulti, "no_multi"}, {FlagAllowBusy, "allow_busy"},
 }
 
 // Command is one entry of the command table: everything the dispatcher

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/stretchr/testify/require"
 )
@@ -283,4 +284,32 @@ func TestSlowlogAsRedis(t *testing.T) {
 	}
 	require.Equal(t, got[0], got[1], "the slow log: Redis's, then rlserver's")
 	require.Equal(t, []string{`"ECHO" "a"`, `"PING"`, `"MULTI"`, `"SLOWLOG" "RESET"`}, got[1])
+}
+
+// TestCommandInfoAsRedis: COMMAND INFO reports, for every command and
+// subcommand that both servers have, Redis 7.0.15's arity, flags (in
+// Redis's order) and key positions. Cluster clients read these.
+func TestCommandInfoAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	// rlserver's own: REPLCONF is refused inside MULTI (its ACK answers
+	// nothing, which EXEC's array cannot hold).
+	differs := map[string]string{"replconf": "no_multi"}
+	head := regexp.MustCompile(`^\[\["([^"]+)" (-?\d+) \[([^\]]*)\] (-?\d+) (-?\d+) (-?\d+) `)
+	compared := 0
+	for _, c := range commands.NewTable().All() {
+		want := head.FindStringSubmatch(rd.c.Do("COMMAND", "INFO", c.Name))
+		if want == nil {
+			continue // not a Redis command
+		}
+		got := head.FindStringSubmatch(p.c.Do("COMMAND", "INFO", c.Name))
+		require.NotNil(t, got, c.Name)
+		if f, ok := differs[c.Name]; ok {
+			got[3] = strings.TrimSpace(strings.Replace(got[3], "+"+f, "", 1))
+			got[3] = strings.Join(strings.Fields(got[3]), " ")
+		}
+		require.Equal(t, want[1:], got[1:], "COMMAND INFO %s: Redis's name, arity, flags and keys, then rlserver's", c.Name)
+		compared++
+	}
+	require.Greater(t, compared, 50)
 }
