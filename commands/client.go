@@ -93,21 +93,30 @@ func orNULL(s *string) string {
 	return *s
 }
 
+// ofType matches the sessions of client type t (lower case), as CLIENT
+// LIST and CLIENT KILL filter them: pubsub while a session has
+// subscriptions, else normal. Replication's links are not sessions, so
+// master and replica match none. ok is false for a name that is no type.
+func ofType(t string) (match func(*Session) bool, ok bool) {
+	switch t {
+	case "normal", "pubsub":
+		return func(c *Session) bool { return (c.nsubs.Load() > 0) == (t == "pubsub") }, true
+	case "master", "replica", "slave":
+		return func(*Session) bool { return false }, true
+	}
+	return nil, false
+}
+
 // parseClientList is CLIENT LIST's filter, as Redis 7.0 reads it: TYPE
-// type, or ID id..., or nothing (nil: every session). A session is of type
-// pubsub while it has subscriptions, else normal; replication's links are
-// not sessions, so TYPE master and replica list none. An ID is any
-// integer; one that names no session lists nothing.
+// type (ofType), or ID id..., or nothing (nil: every session). An ID is
+// any integer; one that names no session lists nothing.
 func parseClientList(args [][]byte) (func(*Session) bool, error) {
 	switch {
 	case len(args) == 0:
 		return nil, nil
 	case len(args) == 2 && ascii.EqualFold(args[0], "type"):
-		switch t := ascii.Lower(args[1]); t {
-		case "normal", "pubsub":
-			return func(c *Session) bool { return (c.nsubs.Load() > 0) == (t == "pubsub") }, nil
-		case "master", "replica", "slave":
-			return func(*Session) bool { return false }, nil
+		if match, ok := ofType(ascii.Lower(args[1])); ok {
+			return match, nil
 		}
 		return nil, ErrClientType(args[1])
 	case len(args) > 1 && ascii.EqualFold(args[0], "id"):
@@ -192,19 +201,17 @@ func parseClientKill(x *Ctx, args [][]byte) (killFilter, error) {
 			f.match = append(f.match, func(c *Session) bool { return c.User() == u })
 		case "type":
 			t := ascii.Lower(v)
+			match, ok := ofType(t)
+			if !ok {
+				return f, ErrClientType(args[i+1])
+			}
 			switch t {
-			case "normal", "pubsub":
 			case "master":
 				f.links = t
 			case "replica", "slave":
 				f.links = "replica"
-			default:
-				return f, ErrClientType(args[i+1])
 			}
-			f.match = append(f.match, func(c *Session) bool {
-				pubsub := c.nsubs.Load() > 0
-				return t == "normal" && !pubsub || t == "pubsub" && pubsub
-			})
+			f.match = append(f.match, match)
 		case "skipme":
 			switch ascii.Lower(v) {
 			case "yes":

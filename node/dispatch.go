@@ -76,12 +76,10 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) (held chan stru
 		c.seq.Add(1)
 		defer c.seq.Add(1)
 	}
-	routed := false // refused by the cluster's routing: a redirection, as it is
+	routed := false // refused by the cluster's routing: a redirection, sent as it is
 	if err == "" && n.cluster != nil && (cmd.FirstKey > 0 || cmd.Has(commands.FlagTxnControl)) {
-		if err = n.route(c, cmd, args); err != "" && cmd.Name == "exec" {
-			c.DiscardMulti()
-			routed = true
-		}
+		err = n.route(c, cmd, args)
+		routed = err != ""
 	}
 	if err == "" {
 		h := n.held.Load()
@@ -121,9 +119,11 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) (held chan stru
 			n.perCmd[cmd.Index].cell(c.stripe)[nRejected].Add(1)
 		}
 		c.RefusedInMulti()
-		if cmd != nil && cmd.Name == "exec" && !routed {
-			c.DiscardMulti() // as Redis's execCommandAbort
-			err = commands.ErrExecRefused(err)
+		if cmd != nil && cmd.Name == "exec" { // a refused EXEC drops the transaction, as in Redis
+			c.DiscardMulti()
+			if !routed {
+				err = commands.ErrExecRefused(err) // execCommandAbort's words
+			}
 		}
 		w.Error(string(err))
 		return nil
