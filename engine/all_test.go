@@ -292,12 +292,17 @@ func TestSweepCountsAsItDrops(t *testing.T) {
 // snapshot, the replication stream). The write is started between the
 // shards a feed reads, on two keys of which the feed has read one shard
 // and not the other; the feed must report both keys or neither. Without
-// the engine's cut lock the feed reported one of the two.
+// the engine's cut lock the feed reported one of the two. The write
+// comes between the feed's first two shards, or, for a batch whose first
+// key is in shard 1, between its second and third.
 func TestFeedReadsAConsistentCut(t *testing.T) {
 	now := int64(1_700_000_000_000_000_000)
-	for _, tc := range []struct{ how, feed string }{{"atomic", "set"}, {"batch", "set"}, {"atomic", "encoded"}, {"batch", "encoded"}} {
+	for _, tc := range []struct {
+		how, feed string
+		lo        uint64 // the first key's shard; the second's is 3
+	}{{"atomic", "set", 0}, {"batch", "set", 0}, {"atomic", "encoded", 0}, {"batch", "encoded", 0}, {"batch", "set", 1}, {"batch", "encoded", 1}} {
 		how := tc.how
-		t.Run(tc.how+"/"+tc.feed, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/shards-%d-3", tc.how, tc.feed, tc.lo), func(t *testing.T) {
 			e := New(4)
 			var f *Feed
 			read := func() map[string]bool {
@@ -318,13 +323,13 @@ func TestFeedReadsAConsistentCut(t *testing.T) {
 			} else {
 				f = e.NewEncodedFeed(encodeForTest, 1<<20)
 			}
-			// Two keys: one in shard 0, read first, one in shard 3, read last.
+			// Two keys: one in shard lo, read first, one in shard 3, read last.
 			var k0, k3 []byte
 			for i := 0; k0 == nil || k3 == nil; i++ {
 				k := []byte("k" + strconv.Itoa(i))
 				_, h := e.shardOf(k)
 				switch (h >> 32) & e.mask {
-				case 0:
+				case tc.lo:
 					k0 = k
 				case 3:
 					k3 = k
@@ -348,12 +353,11 @@ func TestFeedReadsAConsistentCut(t *testing.T) {
 				require.NoError(t, err)
 			}
 			done := make(chan struct{})
-			once := false
-			betweenShards = func() {
-				if once {
+			calls := uint64(0)
+			betweenShards = func() { // before shard calls+1 is read
+				if calls++; calls != tc.lo+1 {
 					return
 				}
-				once = true
 				go func() { write(); close(done) }()
 				select {
 				case <-done: // the write ran between the shards: it must not have
