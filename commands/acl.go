@@ -4,13 +4,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/rlserver/rlserver/acl"
+	"github.com/rlserver/rlserver/internal/ascii"
+	"github.com/rlserver/rlserver/internal/redisint"
 )
 
 // The ACL family (docs/protocol.md, "Users and permissions"): SETUSER,
 // DELUSER, GETUSER, LIST, USERS, WHOAMI, LOAD, SAVE, CAT, GENPASS,
-// DRYRUN, HELP. The node keeps the users; the rules are package acl's.
+// DRYRUN, LOG, HELP. The node keeps the users and the log of refusals; the
+// rules are package acl's.
 
 func cmdACLSetUser(x *Ctx) {
 	name := string(x.Args[2])
@@ -147,7 +151,7 @@ func cmdACLGenPass(x *Ctx) {
 	case 2:
 	case 3:
 		var ok bool
-		if bits, ok = parseInt64(x.Args[2]); !ok {
+		if bits, ok = redisint.Parse(x.Args[2]); !ok {
 			x.Error(ErrNotInteger)
 			return
 		}
@@ -217,6 +221,8 @@ func cmdACLHelp(x *Ctx) {
 		"    Show users details in config file format.",
 		"LOAD",
 		"    Reload users from the ACL file.",
+		"LOG [<count> | RESET]",
+		"    Show the ACL log entries.",
 		"SAVE",
 		"    Save the current config to the ACL file.",
 		"SETUSER <username> <attribute> [<attribute> ...]",
@@ -228,4 +234,48 @@ func cmdACLHelp(x *Ctx) {
 		"HELP",
 		"    Prints this help.",
 	})
+}
+
+// cmdACLLog is ACL LOG [count | RESET]: the newest count entries (10 by
+// default; a negative count none), each a map of Redis 7.0's seven
+// fields, or RESET, which empties the log.
+func cmdACLLog(x *Ctx) {
+	count := int64(10)
+	switch {
+	case len(x.Args) > 3:
+		x.Error(ErrSubcommandSyntax(x.Args[1], "acl"))
+		return
+	case len(x.Args) == 3 && ascii.EqualFold(x.Args[2], "reset"):
+		x.N.ACLLogReset()
+		x.OK()
+		return
+	case len(x.Args) == 3:
+		n, ok := redisint.Parse(x.Args[2])
+		if !ok {
+			x.Error(ErrNotInteger)
+			return
+		}
+		count = max(n, 0)
+	}
+	entries := x.N.ACLLog(int(min(count, 1<<30)))
+	now := time.Now().UnixMilli()
+	w := x.W
+	w.Array(len(entries))
+	for _, e := range entries {
+		w.Map(7)
+		w.BulkString("count")
+		w.Int(e.Count)
+		w.BulkString("reason")
+		w.BulkString(e.Reason)
+		w.BulkString("context")
+		w.BulkString(e.Context)
+		w.BulkString("object")
+		w.BulkString(e.Object)
+		w.BulkString("username")
+		w.BulkString(e.Username)
+		w.BulkString("age-seconds")
+		w.Double(float64(now-e.Millis) / 1000)
+		w.BulkString("client-info")
+		w.BulkString(e.ClientInfo)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/ascii"
+	"github.com/rlserver/rlserver/internal/redisint"
 )
 
 // The CLIENT family. The node lists the sessions; the line CLIENT LIST
@@ -68,9 +69,9 @@ func cmdClientOnOff(x *Ctx) {
 func clientLine(c, cur *Session) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	multi, flags := -1, "N"
-	if c == cur && c.multi { // another session's MULTI state is its own goroutine's: never read it
-		multi, flags = len(c.queue), "x"
+	multi, flags := int(c.queued.Load()), "N"
+	if multi >= 0 {
+		flags = "x"
 	}
 	sub, psub := c.Subscriptions()
 	if sub+psub > 0 && flags == "N" {
@@ -122,7 +123,7 @@ func parseClientList(args [][]byte) (func(*Session) bool, error) {
 	case len(args) > 1 && ascii.EqualFold(args[0], "id"):
 		ids := map[int64]bool{}
 		for _, a := range args[1:] {
-			id, ok := parseInt64(a)
+			id, ok := redisint.Parse(a)
 			if !ok {
 				return nil, ErrClientID
 			}
@@ -184,7 +185,7 @@ func parseClientKill(x *Ctx, args [][]byte) (killFilter, error) {
 		v := string(args[i+1])
 		switch ascii.Lower(args[i]) {
 		case "id":
-			id, ok := parseInt64(args[i+1])
+			id, ok := redisint.Parse(args[i+1])
 			if !ok || id <= 0 {
 				return f, ErrKillClientID
 			}
@@ -222,7 +223,7 @@ func parseClientKill(x *Ctx, args [][]byte) (killFilter, error) {
 				return f, ErrSyntax
 			}
 		case "maxage":
-			age, ok := parseInt64(args[i+1])
+			age, ok := redisint.Parse(args[i+1])
 			if !ok {
 				return f, ErrNotInteger
 			}
@@ -304,7 +305,7 @@ func cmdClientPause(x *Ctx) {
 			return
 		}
 	}
-	ms, ok := parseInt64(x.Args[2])
+	ms, ok := redisint.Parse(x.Args[2])
 	switch {
 	case !ok:
 		x.Error(ErrTimeoutInt)
@@ -339,3 +340,7 @@ func cmdClientHelp(x *Ctx) {
 	}
 	writeHelp(x, lines)
 }
+
+// ClientInfo is s's CLIENT INFO line without its newline, as the ACL log
+// keeps it for a refusal of s.
+func ClientInfo(s *Session) string { return strings.TrimSuffix(clientLine(s, s), "\n") }

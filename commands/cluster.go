@@ -2,11 +2,11 @@ package commands
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/redisint"
 )
 
 // The cluster family (docs/cluster.md): CLUSTER's subcommands, READONLY,
@@ -59,8 +59,8 @@ func cmdClusterKeySlot(x *Ctx) {
 // slotArg parses a slot number: not an integer is Redis's ErrNotInteger,
 // out of range the caller's error.
 func slotArg(x *Ctx, b []byte, bad Error) (int, bool) {
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
+	n, ok := redisint.Parse(b)
+	if !ok {
 		x.Error(ErrNotInteger)
 		return 0, false
 	}
@@ -101,10 +101,10 @@ func cmdClusterGetKeys(x *Ctx) {
 	if clusterOf(x) == nil {
 		return
 	}
-	slot, err1 := strconv.ParseInt(string(x.Args[2]), 10, 64)
-	count, err2 := strconv.ParseInt(string(x.Args[3]), 10, 64)
+	slot, ok1 := redisint.Parse(x.Args[2])
+	count, ok2 := redisint.Parse(x.Args[3])
 	switch {
-	case err1 != nil || err2 != nil:
+	case !ok1 || !ok2:
 		x.Error(ErrNotInteger)
 		return
 	case slot < 0 || slot >= cluster.Slots || count < 0:

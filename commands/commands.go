@@ -110,6 +110,7 @@ func NewTable() Table {
 			{Name: "whoami", Arity: 2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns the authenticated username of the current connection.", Run: cmdACLWhoAmI},
 			{Name: "load", Arity: 2, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Reloads the rules from the configured ACL file.", Run: cmdACLLoad},
 			{Name: "save", Arity: 2, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Saves the effective ACL rules in the configured ACL file.", Run: cmdACLSave},
+			{Name: "log", Arity: -2, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Lists recent security events generated due to ACL rules.", Run: cmdACLLog},
 			{Name: "cat", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Lists the ACL categories, or the commands inside a category.", Run: cmdACLCat},
 			{Name: "genpass", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Generates a pseudorandom, secure password that can be used to identify ACL users.", Run: cmdACLGenPass},
 			{Name: "dryrun", Arity: -4, Clockless: true, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Simulates the execution of a command by a user, without executing the command.", Run: cmdACLDryRun},
@@ -128,6 +129,14 @@ func NewTable() Table {
 		{Name: "unsubscribe", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagPubSub, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Stops listening to messages posted to channels.", Run: cmdUnsubscribe},
 		{Name: "psubscribe", Arity: -2, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagPubSub, ACL: []string{"@pubsub", "@slow"}, Channels: acl.SubscribePatterns, Group: pubsub, Since: "2.0.0", Summary: "Listens for messages published to channels that match patterns.", Run: cmdPSubscribe},
 		{Name: "punsubscribe", Arity: -1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagPubSub, ACL: []string{"@pubsub", "@slow"}, Group: pubsub, Since: "2.0.0", Summary: "Stops listening to messages published to channels that match patterns.", Run: cmdPUnsubscribe},
+		{Name: "pubsub", Arity: -2, ACL: []string{"@slow"}, Group: pubsub, Since: "2.8.0", Summary: "A container for Pub/Sub commands.", Sub: subTable("pubsub", []*Command{
+			{Name: "channels", Arity: -2, Clockless: true, Flags: FlagPubSub | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Summary: "Returns the active channels.", Run: cmdPubsubChannels},
+			{Name: "numsub", Arity: -2, Clockless: true, Flags: FlagPubSub | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Summary: "Returns a count of subscribers to channels.", Run: cmdPubsubNumSub},
+			{Name: "numpat", Arity: 2, Clockless: true, Flags: FlagPubSub | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Summary: "Returns a count of unique pattern subscriptions.", Run: cmdPubsubNumPat},
+			{Name: "shardchannels", Arity: -2, Clockless: true, Flags: FlagPubSub | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Summary: "Returns the active shard channels: none, as there is no SSUBSCRIBE.", Run: cmdPubsubShardChannels},
+			{Name: "shardnumsub", Arity: -2, Clockless: true, Flags: FlagPubSub | FlagLoading | FlagStale, ACL: []string{"@pubsub", "@slow"}, Summary: "Returns the count of subscribers of shard channels: 0, as there is no SSUBSCRIBE.", Run: cmdPubsubShardNumSub},
+			{Name: "help", Arity: 2, Clockless: true, Flags: FlagLoading | FlagStale, ACL: []string{"@slow"}, Summary: "Returns helpful text about the different subcommands.", Run: cmdPubsubHelp},
+		})},
 		{Name: "publish", Arity: 3, Clockless: true, Flags: FlagLoading | FlagStale | FlagFast | FlagPubSub, ACL: []string{"@pubsub", "@fast"}, Channels: acl.PublishChannel, Group: pubsub, Since: "2.0.0", Summary: "Posts a message to a channel.", Run: cmdPublish},
 		// cluster (docs/cluster.md)
 		{Name: "cluster", Arity: -2, ACL: []string{"@slow"}, Group: "cluster", Since: "3.0.0", Summary: "A container for Redis Cluster commands.", Sub: subTable("cluster", []*Command{

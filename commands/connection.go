@@ -1,6 +1,9 @@
 package commands
 
-import "github.com/rlserver/rlserver/internal/ascii"
+import (
+	"github.com/rlserver/rlserver/internal/ascii"
+	"github.com/rlserver/rlserver/internal/redisint"
+)
 
 // The connection family: PING, ECHO, AUTH, HELLO, SELECT, QUIT, RESET.
 
@@ -46,6 +49,7 @@ func cmdAuth(x *Ctx) {
 	}
 	u := x.N.Authenticate(user, pass)
 	if u == nil {
+		x.N.AuthFailed(x.C, x.Args[0], user)
 		x.Error(ErrWrongPass)
 		return
 	}
@@ -63,7 +67,7 @@ type helloArgs struct {
 func parseHello(args [][]byte) (helloArgs, error) {
 	var h helloArgs
 	if len(args) > 0 {
-		v, ok := parseInt64(args[0])
+		v, ok := redisint.Parse(args[0])
 		if !ok {
 			return h, ErrProtoNotInt
 		}
@@ -101,6 +105,7 @@ func cmdHello(x *Ctx) {
 	if h.user != nil {
 		u := x.N.Authenticate(h.user, h.pass)
 		if u == nil {
+			x.N.AuthFailed(x.C, x.Args[0], h.user)
 			x.Error(ErrWrongPass)
 			return
 		}
@@ -143,7 +148,7 @@ func cmdHello(x *Ctx) {
 }
 
 func cmdSelect(x *Ctx) {
-	n, ok := parseInt64(x.Args[1])
+	n, ok := redisint.Parse(x.Args[1])
 	if !ok {
 		x.Error(ErrNotInteger)
 		return

@@ -33,6 +33,13 @@ type Node interface {
 	User(name string) *acl.User
 	Users() []*acl.User
 	Authenticate(user, pass []byte) *acl.User
+	// AuthFailed logs s's failed login as user (the name it gave) with
+	// the command named object (AUTH or HELLO, as the client spelled
+	// it) in the ACL log. ACLLog returns up to count of the log's
+	// entries, newest first; ACLLogReset empties it.
+	AuthFailed(s *Session, object, user []byte)
+	ACLLog(count int) []ACLLogEntry
+	ACLLogReset()
 	SetUser(s *Session, name string, rules []string) error
 	DeleteUsers(s *Session, names []string) int
 	LoadUsers(s *Session) error
@@ -78,6 +85,13 @@ type Node interface {
 	Subscribe(s *Session, channel string, pattern bool)
 	Unsubscribe(s *Session, channel string, pattern bool)
 	Publish(s *Session, w Writer, channel, message []byte) int
+	// PubsubChannels returns the channels with a subscriber whose names
+	// match the glob pattern (all for nil); PubsubNumSub counts a
+	// channel's subscribers (not its patterns'); PubsubNumPat counts the
+	// patterns subscribed, each once.
+	PubsubChannels(pattern []byte) []string
+	PubsubNumSub(channel []byte) int
+	PubsubNumPat() int
 	KillPrimaryLink() int
 	KillReplicaLinks() int
 	// Cluster is the node's view of the cluster, nil outside cluster

@@ -203,6 +203,12 @@ func ErrConfigImmutable(name string) Error {
 	return Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", name))
 }
 
+// ErrConfigDuplicate refuses a CONFIG SET that names a parameter twice,
+// the second as given; nothing is set.
+func ErrConfigDuplicate(name []byte) Error {
+	return Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - duplicate parameter", name))
+}
+
 func ErrConfigFailed(name string, err error) Error {
 	return Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, err))
 }

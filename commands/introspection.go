@@ -1,6 +1,11 @@
 package commands
 
-import "github.com/rlserver/rlserver/internal/ascii"
+import (
+	"strings"
+
+	"github.com/rlserver/rlserver/glob"
+	"github.com/rlserver/rlserver/internal/ascii"
+)
 
 // The COMMAND family, generated from the table.
 
@@ -14,11 +19,50 @@ func cmdCommand(x *Ctx) {
 
 func cmdCommandCount(x *Ctx) { x.W.Int(int64(len(x.N.Commands()))) }
 
+// cmdCommandList is COMMAND LIST [FILTERBY MODULE name | ACLCAT category
+// | PATTERN pattern]: every command and subcommand ("config|get"), by
+// name, as Redis 7.0 lists them, or those of the filter: CL.THROTTLE for
+// the module redis-cell (whose command it stands in for), those of an
+// ACL category (none for a category that does not exist), those whose
+// name matches a glob pattern, in any case. One FILTERBY, last, or a
+// syntax error.
 func cmdCommandList(x *Ctx) {
-	cmds := x.N.Commands().Sorted()
-	x.W.Array(len(cmds))
-	for _, c := range cmds {
-		x.W.BulkString(c.Name)
+	keep := func(*Command) bool { return true }
+	switch args := x.Args[2:]; {
+	case len(args) == 0:
+	case len(args) == 3 && ascii.EqualFold(args[0], "filterby"):
+		arg := args[2]
+		switch {
+		case ascii.EqualFold(args[1], "module"):
+			keep = func(c *Command) bool { return c.Name == "cl.throttle" && ascii.EqualFold(arg, "redis-cell") }
+		case ascii.EqualFold(args[1], "aclcat"):
+			keep = func(c *Command) bool {
+				for _, cat := range c.ACL {
+					if ascii.EqualFold(arg, strings.TrimPrefix(cat, "@")) {
+						return true
+					}
+				}
+				return false
+			}
+		case ascii.EqualFold(args[1], "pattern"):
+			keep = func(c *Command) bool { return glob.Match(arg, []byte(c.Name), true) }
+		default:
+			x.Error(ErrSyntax)
+			return
+		}
+	default:
+		x.Error(ErrSyntax)
+		return
+	}
+	var names []string
+	for _, c := range x.N.Commands().All() {
+		if keep(c) {
+			names = append(names, c.Name)
+		}
+	}
+	x.W.Array(len(names))
+	for _, n := range names {
+		x.W.BulkString(n)
 	}
 }
 

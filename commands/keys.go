@@ -7,6 +7,7 @@ import (
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/glob"
 	"github.com/rlserver/rlserver/internal/ascii"
+	"github.com/rlserver/rlserver/internal/redisint"
 )
 
 func cmdDel(x *Ctx) {
@@ -117,7 +118,7 @@ func cmdSet(x *Ctx) {
 	// past the ns range included (cl-throttle.md §6.4).
 	expMs := int64(engine.NoExpiry)
 	if expKind != "" {
-		n, ok := parseInt64(expArg)
+		n, ok := redisint.Parse(expArg)
 		if !ok {
 			x.Error(ErrNotInteger)
 			return
@@ -236,7 +237,7 @@ func cmdScan(x *Ctx) {
 		case "MATCH":
 			match = args[i+1]
 		case "COUNT":
-			n, ok := parseInt64(args[i+1])
+			n, ok := redisint.Parse(args[i+1])
 			if !ok {
 				x.Error(ErrNotInteger)
 				return
@@ -292,7 +293,7 @@ func cmdMemoryUsage(x *Ctx) {
 			x.Error(ErrSyntax)
 			return
 		}
-		n, ok := parseInt64(x.Args[j+1])
+		n, ok := redisint.Parse(x.Args[j+1])
 		if !ok {
 			x.Error(ErrNotInteger)
 			return

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/redisint"
 )
 
 // The observability family (docs/protocol.md, "Observability"): SLOWLOG,
@@ -49,6 +50,20 @@ type SlowEntry struct {
 	Name   string
 }
 
+// ACLLogEntry is one ACL LOG entry, as Redis 7.0 keeps it: Count
+// refusals alike (reason, context, object and user) that came within a
+// minute of each other, the last at Millis (Unix ms), from the client
+// ClientInfo describes (its CLIENT INFO line then). Reason is "command",
+// "key", "channel" or "auth"; Context "toplevel" or "multi" (queued in
+// MULTI or run by EXEC); Object the command (its full name), key or
+// channel refused, or the login's command as spelled.
+type ACLLogEntry struct {
+	Count                             int64
+	Reason, Context, Object, Username string
+	Millis                            int64
+	ClientInfo                        string
+}
+
 // LatencyEvent is one LATENCY LATEST row: an event, the Unix time (s) of
 // its latest sample, that sample and the worst, in ms.
 type LatencyEvent struct {
@@ -72,8 +87,8 @@ type TopEntry struct {
 func cmdSlowlogGet(x *Ctx) {
 	count := 10
 	if len(x.Args) > 2 {
-		n, err := strconv.ParseInt(string(x.Args[2]), 10, 64)
-		if err != nil || n < -1 {
+		n, ok := redisint.Parse(x.Args[2])
+		if !ok || n < -1 {
 			x.Error(ErrSlowlogCount)
 			return
 		}

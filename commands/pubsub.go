@@ -150,3 +150,75 @@ func WriteMessage(w Writer, pattern, channel, payload []byte) {
 	w.Bulk(channel)
 	w.Bulk(payload)
 }
+
+// cmdPubsubChannels is PUBSUB CHANNELS [pattern]: the channels with a
+// subscriber, those matching pattern (a glob, case-sensitive) if given.
+func cmdPubsubChannels(x *Ctx) {
+	var pattern []byte
+	switch len(x.Args) {
+	case 2:
+	case 3:
+		pattern = x.Args[2]
+	default:
+		x.Error(ErrSubcommandSyntax(x.Args[1], "pubsub"))
+		return
+	}
+	chs := x.N.PubsubChannels(pattern)
+	x.W.Array(len(chs))
+	for _, ch := range chs {
+		x.W.BulkString(ch)
+	}
+}
+
+// cmdPubsubNumSub is PUBSUB NUMSUB [channel ...]: each channel, then how
+// many connections subscribed to it by name (pattern subscriptions are
+// not counted), as one flat array in either protocol, as Redis 7.0.
+func cmdPubsubNumSub(x *Ctx) {
+	x.W.Array(2 * (len(x.Args) - 2))
+	for _, ch := range x.Args[2:] {
+		x.W.Bulk(ch)
+		x.W.Int(int64(x.N.PubsubNumSub(ch)))
+	}
+}
+
+// cmdPubsubNumPat is PUBSUB NUMPAT: how many patterns have a subscriber.
+func cmdPubsubNumPat(x *Ctx) { x.W.Int(int64(x.N.PubsubNumPat())) }
+
+// cmdPubsubShardChannels is PUBSUB SHARDCHANNELS [pattern]: none, as
+// there is no SSUBSCRIBE; its arguments are checked as Redis checks them.
+func cmdPubsubShardChannels(x *Ctx) {
+	if len(x.Args) > 3 {
+		x.Error(ErrSubcommandSyntax(x.Args[1], "pubsub"))
+		return
+	}
+	x.W.Array(0)
+}
+
+// cmdPubsubShardNumSub is PUBSUB SHARDNUMSUB [channel ...]: each channel
+// with 0 subscribers.
+func cmdPubsubShardNumSub(x *Ctx) {
+	x.W.Array(2 * (len(x.Args) - 2))
+	for _, ch := range x.Args[2:] {
+		x.W.Bulk(ch)
+		x.W.Int(0)
+	}
+}
+
+func cmdPubsubHelp(x *Ctx) {
+	writeHelp(x, []string{
+		"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"CHANNELS [<pattern>]",
+		"    Return the currently active channels matching a <pattern> (default: '*').",
+		"NUMPAT",
+		"    Return number of subscriptions to patterns.",
+		"NUMSUB [<channel> ...]",
+		"    Return the number of subscribers for the specified channels, excluding",
+		"    pattern subscriptions(default: no channels).",
+		"SHARDCHANNELS [<pattern>]",
+		"    Return the currently active shard level channels matching a <pattern> (default: '*').",
+		"SHARDNUMSUB [<shardchannel> ...]",
+		"    Return the number of subscribers for the specified shard level channel(s)",
+		"HELP",
+		"    Prints this help.",
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/ascii"
+	"github.com/rlserver/rlserver/internal/redisint"
 )
 
 // Replication's commands (docs/replication.md): REPLICAOF/SLAVEOF, ROLE,
@@ -20,7 +21,7 @@ func cmdReplicaOf(x *Ctx) {
 		x.OK()
 		return
 	}
-	p, ok := parseInt64(port)
+	p, ok := redisint.Parse(port)
 	if !ok || p < 0 || p > 65535 {
 		x.Error(ErrMasterPort)
 		return
@@ -61,12 +62,12 @@ func cmdRole(x *Ctx) {
 }
 
 func cmdWait(x *Ctx) {
-	n, ok := parseInt64(x.Args[1])
+	n, ok := redisint.Parse(x.Args[1])
 	if !ok {
 		x.Error(ErrNotInteger)
 		return
 	}
-	ms, ok := parseInt64(x.Args[2])
+	ms, ok := redisint.Parse(x.Args[2])
 	switch {
 	case !ok:
 		x.Error(ErrTimeoutInt)
@@ -100,7 +101,7 @@ func cmdReplconf(x *Ctx) {
 	for i := 0; i < len(args); i += 2 {
 		switch ascii.Lower(args[i]) {
 		case "listening-port":
-			p, ok := parseInt64(args[i+1])
+			p, ok := redisint.Parse(args[i+1])
 			if !ok || p < 0 || p > 65535 {
 				x.Error(ErrNotInteger)
 				return
@@ -121,7 +122,7 @@ func cmdReplconf(x *Ctx) {
 
 // cmdPsync hands the connection to replication, which answers.
 func cmdPsync(x *Ctx) {
-	off, ok := parseInt64(x.Args[2])
+	off, ok := redisint.Parse(x.Args[2])
 	if !ok {
 		x.Error(ErrNotInteger)
 		return
@@ -155,7 +156,7 @@ func cmdFailover(x *Ctx) {
 	for i := 0; i < len(args); i++ {
 		switch opt := args[i]; {
 		case ascii.EqualFold(opt, "TIMEOUT") && i+1 < len(args) && a.Timeout == 0:
-			ms, ok := parseInt64(args[i+1])
+			ms, ok := redisint.Parse(args[i+1])
 			if !ok {
 				x.Error(ErrNotInteger)
 				return
@@ -167,7 +168,7 @@ func cmdFailover(x *Ctx) {
 			a.Timeout = millis(ms)
 			i++
 		case ascii.EqualFold(opt, "TO") && i+2 < len(args) && !to:
-			p, ok := parseInt64(args[i+2])
+			p, ok := redisint.Parse(args[i+2])
 			if !ok {
 				x.Error(ErrNotInteger)
 				return

@@ -186,6 +186,12 @@ func cmdConfigSet(x *Ctx) {
 			x.Error(ErrConfigImmutable(name))
 			return
 		}
+		for _, c := range changes {
+			if c.p.Name == found.Name {
+				x.Error(ErrConfigDuplicate(args[i]))
+				return
+			}
+		}
 		changes = append(changes, change{*found, string(args[i+1])})
 	}
 	for _, c := range changes {

@@ -31,6 +31,9 @@ type Session struct {
 	multi    bool       // inside MULTI
 	multiErr bool       // a command was refused while queueing: EXEC aborts
 	queue    [][][]byte // the MULTI queue; owns copies of the arguments
+	// queued is len(queue) in MULTI, -1 outside it: what CLIENT LIST,
+	// run on another connection, shows of this one (flags x, multi=).
+	queued atomic.Int32
 
 	// closeAfterReply asks the connection to close once the pending
 	// replies are written (QUIT, a request over the limits, a kill of
@@ -87,6 +90,7 @@ func NewSession(id int64, addr, laddr string, user *acl.User, authed bool, close
 	s.user.Store(user)
 	s.proto.Store(2)
 	s.fd.Store(-1)
+	s.queued.Store(-1)
 	s.lastActive.Store(clock.Mono())
 	return s
 }
@@ -150,12 +154,14 @@ func (s *Session) CloseWhenReplied() { s.closeAfterReply = true }
 // nothing more and closes.
 func (s *Session) Killed() bool { return s.killed.Load() }
 
-// Done records that a command named name ended at the monotonic instant
-// mono (clock.Mono), for CLIENT LIST's cmd and idle.
-func (s *Session) Done(name *string, mono int64) {
-	s.lastCmd.Store(name)
-	s.lastActive.Store(mono)
-}
+// Named records the command the session sent last, for CLIENT LIST's
+// cmd: Redis names a command as soon as it finds it, so one refused too,
+// and nil (cmd=NULL) for a name it does not know.
+func (s *Session) Named(name *string) { s.lastCmd.Store(name) }
+
+// Done records that a command ended at the monotonic instant mono
+// (clock.Mono), for CLIENT LIST's idle.
+func (s *Session) Done(mono int64) { s.lastActive.Store(mono) }
 
 // Idle is how long the session has been without a command.
 func (s *Session) Idle() time.Duration { return time.Duration(clock.Mono() - s.lastActive.Load()) }
@@ -164,7 +170,16 @@ func (s *Session) Idle() time.Duration { return time.Duration(clock.Mono() - s.l
 func (s *Session) InMulti() bool { return s.multi }
 
 // Enqueue adds a copy of args to the MULTI queue.
-func (s *Session) Enqueue(args [][]byte) { s.queue = append(s.queue, CloneArgs(args)) }
+func (s *Session) Enqueue(args [][]byte) {
+	s.queue = append(s.queue, CloneArgs(args))
+	s.queued.Store(int32(len(s.queue)))
+}
+
+// beginMulti enters MULTI with an empty queue.
+func (s *Session) beginMulti() {
+	s.multi, s.multiErr, s.queue = true, false, nil
+	s.queued.Store(0)
+}
 
 // CloneArgs copies a command's arguments, which are valid only during the
 // call (a connection's read buffer), for a command that runs later.
@@ -208,6 +223,7 @@ func (s *Session) DiscardMulti() { s.endMulti() }
 func (s *Session) endMulti() (queue [][][]byte, aborted bool) {
 	queue, aborted = s.queue, s.multiErr
 	s.multi, s.multiErr, s.queue = false, false, nil
+	s.queued.Store(-1)
 	return queue, aborted
 }
 

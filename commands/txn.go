@@ -9,7 +9,7 @@ func cmdMulti(x *Ctx) {
 		x.Error(ErrMultiNested)
 		return
 	}
-	x.C.multi, x.C.multiErr, x.C.queue = true, false, nil
+	x.C.beginMulti()
 	x.OK()
 }
 
@@ -30,11 +30,16 @@ func cmdExec(x *Ctx) {
 		x.Error(ErrExecNoMulti)
 		return
 	}
-	queue, aborted := x.C.endMulti()
-	if aborted {
+	if x.C.multiErr {
+		x.C.endMulti()
 		x.Error(ErrExecAbort)
 		return
 	}
+	// The session stays in MULTI while its queue runs, as Redis's client
+	// does: CLIENT INFO and the ACL log's client line say so (flags x,
+	// multi the commands queued).
+	queue := x.C.queue
 	x.W.Array(len(queue))
 	x.N.RunQueued(x.C, queue, x.W, x.Now)
+	x.C.endMulti()
 }

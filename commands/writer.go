@@ -23,6 +23,9 @@ type Writer interface {
 	Map(n int)
 	// Set starts n members: ~n in RESP3, an array in RESP2.
 	Set(n int)
+	// Double is a floating-point value as Redis 7.0 writes one, printf's
+	// %.17g: a bulk string in RESP2, a double (',') in RESP3.
+	Double(f float64)
 	// Verbatim is text for humans (INFO, CLIENT LIST): a verbatim string
 	// in RESP3, a bulk string in RESP2.
 	Verbatim(s string)

@@ -15,6 +15,7 @@ import (
 	"github.com/rlserver/rlserver/configfile"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/ascii"
+	"github.com/rlserver/rlserver/internal/redisint"
 )
 
 // Limits bound what one request may carry (docs/protocol.md, "Errors and
@@ -109,7 +110,10 @@ type Config struct {
 	// latency-monitor-threshold.
 	SlowlogSlowerThan int64
 	SlowlogMaxLen     int
-	LatencyThreshold  int64
+	// ACLLogMaxLen is Redis's acllog-max-len: the most entries ACL LOG
+	// keeps.
+	ACLLogMaxLen     int
+	LatencyThreshold int64
 	// ClusterConfig, if set, is the slot map file that puts the node in
 	// cluster mode (docs/cluster.md); ClusterNodeID is this node's id in
 	// it. ClusterPartialCoverage lets a map leave slots unowned
@@ -185,6 +189,8 @@ func (c Config) Validate() error {
 		return errors.New("--metrics-top-keys must not be negative")
 	case c.SlowlogMaxLen < 0:
 		return errors.New("--slowlog-max-len must not be negative")
+	case c.ACLLogMaxLen < 0:
+		return errors.New("--acllog-max-len must not be negative")
 	case c.LatencyThreshold < 0:
 		return errors.New("--latency-monitor-threshold must not be negative")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
@@ -288,8 +294,8 @@ func ParseOutputLimit(v string) (OutputLimit, error) {
 // number as Redis writes it), then the parameter's bounds, lo and hi
 // included, each failure in Redis's words.
 func configInt(v string, lo, hi int64) (int64, error) {
-	k, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || strconv.FormatInt(k, 10) != v {
+	k, ok := redisint.Parse([]byte(v))
+	if !ok {
 		return 0, errors.New("argument couldn't be parsed into an integer")
 	}
 	if k < lo || k > hi {
@@ -550,6 +556,15 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 					n.slow.entries = append(n.slow.entries[:0], n.slow.entries[over:]...)
 				}
 				n.slow.mu.Unlock()
+				return nil
+			}},
+		{Name: "acllog-max-len", Get: func() string { return strconv.FormatInt(n.acllog.getMaxLen(), 10) },
+			Set: func(v string) error {
+				k, err := configInt(v, 0, math.MaxInt64)
+				if err != nil {
+					return err
+				}
+				n.acllog.setMaxLen(k)
 				return nil
 			}},
 		{Name: "latency-monitor-threshold", Get: func() string { return strconv.FormatInt(n.lat.threshold.Load(), 10) },

@@ -312,7 +312,7 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 		cs[nFailed].Add(1)
 		n.dispatch.cell(c.stripe)[nErrorReplies].Add(1)
 	}
-	c.Done(&cmd.Name, end)
+	c.Done(end)
 	x.Args = nil
 }
 
@@ -339,17 +339,22 @@ func (n *Node) commandNamed(c *Client, name []byte) *commands.Command {
 func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Error) {
 	cmd := n.commandNamed(c, args[0])
 	if cmd == nil {
+		c.Named(nil) // CLIENT LIST's cmd=NULL, as Redis's lastcmd
 		return nil, commands.ErrUnknownCommand(args)
 	}
 	if cmd.Sub != nil && len(args) >= 2 {
 		sub := commands.Table(cmd.Sub).Lookup(args[1])
 		if sub == nil {
+			c.Named(nil)
 			if !c.Authenticated() && !cmd.Has(commands.FlagNoAuth) && n.authRequired() {
 				return cmd, commands.ErrNoAuth
 			}
 			return cmd, commands.ErrUnknownSubcommand(args[1], cmd.Name)
 		}
 		cmd = sub
+	}
+	if !c.inExec { // EXEC's commands leave it EXEC, as in Redis
+		c.Named(&cmd.Name) // the command as soon as it is found, refused or not, as Redis's lastcmd
 	}
 	if !c.Authenticated() && !cmd.Has(commands.FlagNoAuth) && n.authRequired() {
 		return cmd, commands.ErrNoAuth
@@ -366,7 +371,8 @@ func (n *Node) resolve(c *Client, args [][]byte) (*commands.Command, commands.Er
 	// everything (the default user, unless changed) costs two loads and
 	// a test.
 	if r := c.User().Rules(); !r.Unrestricted() {
-		if d, _ := r.Check(n.catalog.Command(cmd.Index), args); d != acl.Allowed {
+		if d, at := r.Check(n.catalog.Command(cmd.Index), args); d != acl.Allowed {
+			n.refused(c, cmd, args, d, at)
 			return cmd, commands.ErrNoPerm(d, cmd.Name, c.inExec)
 		}
 	}

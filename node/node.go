@@ -94,8 +94,10 @@ type Node struct {
 	hists []atomic.Pointer[hist]
 	decs  decisions
 	slow  slowlog
-	lat   latencyMon
-	top   [stripes]topk.Window
+	// acllog keeps the rules' refusals and the failed logins (ACL LOG).
+	acllog aclLog
+	lat    latencyMon
+	top    [stripes]topk.Window
 	// cluster is the node's view of the cluster; nil outside cluster
 	// mode. Set by SetCluster before the node serves.
 	cluster *cluster.Cluster
@@ -169,6 +171,7 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 	e.SetEvictPolicy(cfg.MaxMemoryPolicy)
 	n.slow.threshold.Store(cfg.SlowlogSlowerThan)
 	n.slow.maxLen.Store(int64(cfg.SlowlogMaxLen))
+	n.acllog.maxLen = int64(cfg.ACLLogMaxLen)
 	n.lat.threshold.Store(cfg.LatencyThreshold)
 	n.timeout.Store(int64(cfg.Timeout))
 	n.shutdownTimeout.Store(int64(cfg.ShutdownTimeout))

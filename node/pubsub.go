@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/rlserver/rlserver/commands"
@@ -118,4 +119,34 @@ func (n *Node) Publish(s *commands.Session, w commands.Writer, channel, message 
 		}
 	}
 	return count
+}
+
+// PubsubChannels returns the channels with a subscriber, those matching
+// the glob pattern if not nil, sorted (commands.Node).
+func (n *Node) PubsubChannels(pattern []byte) []string {
+	n.ps.mu.Lock()
+	defer n.ps.mu.Unlock()
+	var out []string
+	for ch := range n.ps.channels {
+		if pattern == nil || glob.Match(pattern, []byte(ch), false) {
+			out = append(out, ch)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PubsubNumSub counts the connections subscribed to channel by name
+// (commands.Node).
+func (n *Node) PubsubNumSub(channel []byte) int {
+	n.ps.mu.Lock()
+	defer n.ps.mu.Unlock()
+	return len(n.ps.channels[string(channel)])
+}
+
+// PubsubNumPat counts the patterns with a subscriber (commands.Node).
+func (n *Node) PubsubNumPat() int {
+	n.ps.mu.Lock()
+	defer n.ps.mu.Unlock()
+	return len(n.ps.patterns)
 }

@@ -3,6 +3,8 @@ package resp
 import (
 	"errors"
 	"io"
+
+	"github.com/rlserver/rlserver/internal/redisint"
 )
 
 // ProtocolError is malformed input. Its text is Redis's reply for it; the
@@ -350,35 +352,9 @@ func shortBulkLen(b []byte) (size int64, n int) {
 	return 0, 0
 }
 
-// atoi parses a RESP length as Redis's string2ll does: "0", or an
-// optional '-', a digit 1-9 and more digits, within an int64. So "+1",
-// "01" and "-0" are not lengths, as in Redis.
-func atoi(b []byte) (int64, bool) {
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := false
-	if len(b) > 0 && b[0] == '-' {
-		neg, b = true, b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 || b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var u uint64 // 19 digits fit
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		u = u*10 + uint64(c-'0')
-	}
-	switch {
-	case neg && u <= 1<<63:
-		return int64(-u), true // MinInt64 too
-	case !neg && u < 1<<63:
-		return int64(u), true
-	}
-	return 0, false
-}
+// atoi parses a RESP length as Redis's string2ll does (redisint.Parse):
+// "+1", "01" and "-0" are not lengths, as in Redis.
+func atoi(b []byte) (int64, bool) { return redisint.Parse(b) }
 
 func printable(c byte) string {
 	if c < ' ' || c > '~' {

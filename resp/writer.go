@@ -143,6 +143,14 @@ func (w *Writer) Push(n int) {
 	w.Array(n)
 }
 
+func (w *Writer) Double(f float64) {
+	if w.proto() == 3 {
+		w.buf = append(strconv.AppendFloat(append(w.buf, ','), f, 'g', 17, 64), '\r', '\n')
+		return
+	}
+	w.buf = redcon.AppendBulkString(w.buf, strconv.FormatFloat(f, 'g', 17, 64))
+}
+
 func (w *Writer) Verbatim(s string) {
 	if w.proto() == 3 {
 		w.header('=', len(s)+4)

@@ -33,6 +33,7 @@ func (r *recorder) Array(n int)       { r.sizes = append(r.sizes, n) }
 func (r *recorder) Map(int)           {}
 func (r *recorder) Set(int)           {}
 func (r *recorder) Verbatim(string)   {}
+func (r *recorder) Double(float64)    {}
 func (r *recorder) Push(int)          {}
 
 // errReply is a reply that is not RL.ALL's.

@@ -762,7 +762,7 @@ func TestClientListFields(t *testing.T) {
 		require.NoError(t, err, "%s=%s", k, fields[k])
 	}
 	require.Equal(t, "lister", fields["name"])
-	require.Equal(t, "cl.throttle", fields["cmd"], "the command before CLIENT INFO")
+	require.Equal(t, "client|info", fields["cmd"], "the command running, named as Redis names it on lookup")
 	require.Equal(t, "mylib", fields["lib-name"])
 	require.Equal(t, "default", fields["user"])
 	require.Equal(t, "N", fields["flags"])

@@ -178,6 +178,15 @@ func TestConfigSetAsRedis(t *testing.T) {
 			}
 		}
 	}
+	// A parameter named twice, in any case: nothing is set.
+	for _, args := range [][]string{
+		{"CONFIG", "SET", "slowlog-max-len", "7"},
+		{"CONFIG", "SET", "slowlog-max-len", "5", "SLOWLOG-MAX-LEN", "6"},
+		{"CONFIG", "SET", "slowlog-max-len", "5", "timeout", "0", "slowlog-max-len", "6"},
+		{"CONFIG", "GET", "slowlog-max-len"},
+	} {
+		require.Equal(t, rd.c.Do(args...), p.c.Do(args...), "%q: Redis's answer, then rlserver's", args)
+	}
 }
 
 // TestClientListAsRedis: CLIENT LIST's filters read as Redis 7.0's, and

@@ -149,6 +149,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.MetricsTopKeys, "metrics-top-keys", 0, "export the N most rejected keys as rlserver_top_rejected{key} (0: none; a label per key)")
 	fs.Int64Var(&cfg.SlowlogSlowerThan, "slowlog-log-slower-than", 10000, "SLOWLOG keeps commands taking at least this many µs (negative: off, 0: every command)")
 	fs.IntVar(&cfg.SlowlogMaxLen, "slowlog-max-len", 128, "SLOWLOG keeps this many entries")
+	fs.IntVar(&cfg.ACLLogMaxLen, "acllog-max-len", 128, "ACL LOG keeps this many entries")
 	fs.Int64Var(&cfg.LatencyThreshold, "latency-monitor-threshold", 0, "LATENCY records commands taking at least this many ms (0: off)")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's net/http/pprof profiles on this address (loopback only, e.g. 127.0.0.1:6060; off when empty)")
 	fs.Usage = func() {

@@ -31,6 +31,7 @@ func (Discard) Array(int)         {}
 func (Discard) Map(int)           {}
 func (Discard) Set(int)           {}
 func (Discard) Verbatim(string)   {}
+func (Discard) Double(float64)    {}
 func (Discard) Push(int)          {}
 
 // Recorder is a reply writer (commands.Writer) that keeps the replies
@@ -81,6 +82,7 @@ func (r *Recorder) Array(n int)         { r.count('*', int64(n)) }
 func (r *Recorder) Map(n int)           { r.count('%', int64(n)) }
 func (r *Recorder) Set(n int)           { r.count('~', int64(n)) }
 func (r *Recorder) Verbatim(s string)   { r.token('=', s) }
+func (r *Recorder) Double(f float64)    { r.token(',', strconv.FormatFloat(f, 'g', 17, 64)) }
 func (r *Recorder) Push(n int)          { r.count('>', int64(n)) }
 
 // SyncBuffer is a log destination safe for the goroutines that write it
