@@ -252,7 +252,7 @@ func TestCategories(t *testing.T) {
 	if got := strings.Join(catalog.InCategory(mustCategory(t, "ratelimit")), " "); got != "cl.throttle rl.acquire rl.all rl.bucket rl.cancel rl.fixed rl.leases rl.log rl.release rl.renew rl.slide rl.top" {
 		t.Errorf("ratelimit: %s", got)
 	}
-	if got := strings.Join(catalog.InCategory(mustCategory(t, "transaction")), " "); got != "discard exec multi" {
+	if got := strings.Join(catalog.InCategory(mustCategory(t, "transaction")), " "); got != "discard exec multi unwatch watch" {
 		t.Errorf("transaction: %s", got)
 	}
 	if c, ok := acl.ParseCategory("ReAd"); !ok || strings.Join(c.Names(), " ") != "@read" {

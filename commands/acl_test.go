@@ -118,6 +118,8 @@ var redisCategories = map[string]string{
 	"pubsub|shardchannels":    "@pubsub @slow",
 	"pubsub|shardnumsub":      "@pubsub @slow",
 	"pubsub|help":             "@slow",
+	"watch":                   "@fast @transaction",
+	"unwatch":                 "@fast @transaction",
 	"acl|cat":                 "@slow",
 	"acl|genpass":             "@slow",
 	"acl|dryrun":              "@admin @slow @dangerous",

@@ -157,6 +157,8 @@ func NewTable() Table {
 		// transactions
 		{Name: "multi", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl | FlagAllowBusy, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Starts a transaction.", Run: cmdMulti},
 		{Name: "exec", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagSkipSlowlog | FlagTxnControl, ACL: []string{"@slow", "@transaction"}, Group: txn, Since: "1.2.0", Summary: "Executes all commands in a transaction, atomically.", Run: cmdExec},
+		{Name: "watch", Arity: -2, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl | FlagAllowBusy, FirstKey: 1, LastKey: -1, Step: 1, KeySpecFlags: []string{"RO"}, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.2.0", Summary: "Monitors changes to keys to determine the execution of a transaction.", Run: cmdWatch},
+		{Name: "unwatch", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagAllowBusy, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.2.0", Summary: "Forgets about watched keys of a transaction.", Run: cmdUnwatch},
 		{Name: "discard", Arity: 1, Clockless: true, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagTxnControl | FlagAllowBusy, ACL: []string{"@fast", "@transaction"}, Group: txn, Since: "2.0.0", Summary: "Discards a transaction.", Run: cmdDiscard},
 		// limiters
 		{Name: "rl.fixed", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, ACL: []string{"@write", "@fast", "@ratelimit"}, Group: rl, Since: "0.1.0", Summary: "Fixed window counter: key limit window [COST n] [RESERVE maxwait].", Peek: limiterPeek, Run: limiter(engine.KindFixed)},

@@ -109,7 +109,9 @@ type Node interface {
 	LatencyReset(events []string) int
 	TopRejected(count int) []TopEntry
 	// RunQueued runs EXEC's queue for s as one atomic step at now,
-	// writing each command's reply to w.
+	// writing EXEC's array of each command's reply to w, or, if a key s
+	// watches has changed (Session.Watched), a null array and nothing
+	// run.
 	RunQueued(s *Session, queue [][][]byte, w Writer, now int64)
 }
 

@@ -31,6 +31,9 @@ type Session struct {
 	multi    bool       // inside MULTI
 	multiErr bool       // a command was refused while queueing: EXEC aborts
 	queue    [][][]byte // the MULTI queue; owns copies of the arguments
+	// watched are the keys WATCH watches, until EXEC, DISCARD, UNWATCH
+	// or RESET.
+	watched []WatchedKey
 	// queued is len(queue) in MULTI, -1 outside it: what CLIENT LIST,
 	// run on another connection, shows of this one (flags x, multi=).
 	queued atomic.Int32
@@ -175,6 +178,18 @@ func (s *Session) Enqueue(args [][]byte) {
 	s.queued.Store(int32(len(s.queue)))
 }
 
+// WatchedKey is a key WATCH watches and its state then
+// (engine.Store.State): EXEC runs its queue only if every watched key's
+// state is still that.
+type WatchedKey struct {
+	Key   []byte
+	State []byte
+	Held  bool // the key lived
+}
+
+// Watched returns the keys the session watches.
+func (s *Session) Watched() []WatchedKey { return s.watched }
+
 // beginMulti enters MULTI with an empty queue.
 func (s *Session) beginMulti() {
 	s.multi, s.multiErr, s.queue = true, false, nil
@@ -224,6 +239,7 @@ func (s *Session) endMulti() (queue [][][]byte, aborted bool) {
 	queue, aborted = s.queue, s.multiErr
 	s.multi, s.multiErr, s.queue = false, false, nil
 	s.queued.Store(-1)
+	s.watched = nil
 	return queue, aborted
 }
 

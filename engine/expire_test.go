@@ -57,3 +57,41 @@ func TestSweepFloorIsBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestStateTellsWrites: Store.State's bytes change with every write that
+// changes a key, and not with time alone; a key expired or deleted is not
+// held.
+func TestStateTellsWrites(t *testing.T) {
+	e := New(4)
+	st := e.Store()
+	now := int64(1_700_000_000_000_000_000)
+	key := []byte("k")
+	state := func(at int64) (string, bool) {
+		b, ok := st.State(key, at, nil)
+		return string(b), ok
+	}
+	_, ok := state(now)
+	require.False(t, ok, "no key yet")
+	p := Params{Limit: 10, Window: 60e9, Cost: 1}
+	_, err := st.Limit(KindFixed, key, p, now)
+	require.NoError(t, err)
+	s1, ok := state(now)
+	require.True(t, ok)
+	s2, _ := state(now + 30e9)
+	require.Equal(t, s1, s2, "time alone changes nothing")
+	_, err = st.Limit(KindFixed, key, p, now+30e9)
+	require.NoError(t, err)
+	s3, _ := state(now + 30e9)
+	require.NotEqual(t, s1, s3, "a call counted")
+	_, err = st.Limit(KindFixed, key, Params{Limit: 10, Window: 60e9}, now+31e9) // cost 0: a peek
+	require.NoError(t, err)
+	s4, _ := state(now + 31e9)
+	require.Equal(t, s3, s4, "a peek writes nothing")
+	_, ok = state(now + 200e9)
+	require.False(t, ok, "expired")
+	_, err = st.Limit(KindFixed, key, p, now+300e9)
+	require.NoError(t, err)
+	require.True(t, st.Delete(key, now+300e9))
+	_, ok = state(now + 300e9)
+	require.False(t, ok, "deleted")
+}

@@ -173,3 +173,20 @@ func (e *Engine) expect(keys int) {
 		s.mu.Unlock()
 	}
 }
+
+// State appends key's kind and its record's state (deadline, body and
+// runs, as stored) to dst, and reports whether the key lives at now. Two
+// calls that append the same bytes saw the key as it was: WATCH compares
+// them at EXEC. A write that leaves the key byte for byte as it was is
+// not told apart from none.
+func (st Store) State(key []byte, now int64, dst []byte) ([]byte, bool) {
+	s, h := st.e.shardOf(key)
+	st.lock(s)
+	defer st.unlock(s)
+	off, e, tail, ok := s.lookupLocked(h, key, now)
+	if !ok {
+		return dst, false
+	}
+	kl, i := uvarint(s.data, off+1)
+	return append(append(dst, byte(e.kind)), s.data[i+int(kl):tail]...), true
+}

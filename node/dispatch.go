@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/rlserver/rlserver/acl"
@@ -170,6 +171,16 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 		c.afterExec = nil
 	}()
 	n.engine.Atomic(func(st engine.Store) {
+		var buf []byte
+		for _, wk := range s.Watched() {
+			var held bool
+			buf, held = st.State(wk.Key, now, buf[:0])
+			if held != wk.Held || !bytes.Equal(buf, wk.State) {
+				w.NullArray() // a watched key changed: nothing runs
+				return
+			}
+		}
+		w.Array(len(queue))
 		for _, args := range queue {
 			cmd, err := n.resolve(c, args)
 			cst := st
