@@ -24,7 +24,7 @@ func (n *Node) route(c *Client, cmd *commands.Command, args [][]byte) commands.E
 		return n.verdict(slot, c.ReadOnlyCluster() && !writes(cmd, args))
 	}
 	r := slotCheck{n: n, slot: -1}
-	if cmd.Has(commands.FlagTxnControl) {
+	if cmd.Has(commands.FlagTxnControl) && cmd.FirstKey == 0 { // not WATCH, routed by its keys
 		if cmd.Name != "exec" || !c.InMulti() {
 			return ""
 		}

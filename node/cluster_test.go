@@ -90,6 +90,11 @@ func TestClusterRouting(t *testing.T) {
 		{cmd("DEL foo bar"), "-CROSSSLOT Keys in request don't hash to the same slot"},
 		{cmd("DEL bar foo"), "-CROSSSLOT Keys in request don't hash to the same slot"},
 		{cmd("EXISTS {bar}x {bar}y bar"), "1"}, // a hash tag: one slot
+		// WATCH is routed as any keyed command.
+		{cmd("WATCH foo"), "-MOVED 12182 127.0.0.1:7302"},
+		{cmd("WATCH bar foo"), "-CROSSSLOT Keys in request don't hash to the same slot"},
+		{cmd("WATCH bar {bar}x"), "+OK"},
+		{cmd("UNWATCH"), "+OK"},
 		// RL.ALL: every key counts, however far in; a tenant's hash tag
 		// keeps one call's keys in one slot.
 		{cmd("RL.ALL bar FIXED 5 1m AND foo FIXED 5 1m"), "-CROSSSLOT Keys in request don't hash to the same slot"},
