@@ -13,12 +13,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/rlserver/rlserver/internal/ascii"
+	"github.com/rlserver/rlserver/internal/sdsargs"
 )
 
 // Setting is one setting line: its name (lower case), its arguments and
@@ -55,91 +56,21 @@ func Parse(path string) ([]Setting, error) {
 	return out, sc.Err()
 }
 
-// SplitArgs splits a line as Redis's sdssplitargs does. A line that is
-// blank or starts with # (after spaces) has no arguments. An argument
-// ends at a space, tab, CR or LF outside quotes; quotes may open inside
-// one (a"b c" is the argument ab c); a closing quote must be followed by
-// a space (C's isspace) or the end.
+// SplitArgs splits a line as Redis's sdssplitargs does (sdsargs.Split).
+// A line that is blank or starts with # (after spaces) has no arguments.
 func SplitArgs(line string) ([]string, error) {
-	var args []string
-	i := 0
-	for {
-		for i < len(line) && isSpace(line[i]) {
-			i++
-		}
-		if i == len(line) {
-			return args, nil
-		}
-		if len(args) == 0 && line[i] == '#' {
-			return nil, nil
-		}
-		var cur []byte
-		inDQ, inSQ := false, false
-	arg:
-		for ; ; i++ {
-			if i == len(line) {
-				if inDQ || inSQ {
-					return nil, ErrQuotes
-				}
-				break
-			}
-			c := line[i]
-			switch {
-			case inDQ && c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
-				v, _ := strconv.ParseUint(line[i+2:i+4], 16, 8)
-				cur = append(cur, byte(v))
-				i += 3
-			case inDQ && c == '\\' && i+1 < len(line):
-				i++
-				cur = append(cur, unescape(line[i]))
-			case inSQ && c == '\\' && i+1 < len(line) && line[i+1] == '\'':
-				i++
-				cur = append(cur, '\'')
-			case inDQ && c == '"' || inSQ && c == '\'':
-				if i+1 < len(line) && !isSpace(line[i+1]) { // a closing quote must end the argument
-					return nil, ErrQuotes
-				}
-				i++
-				break arg
-			case inDQ || inSQ:
-				cur = append(cur, c)
-			case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-				break arg
-			case c == '"':
-				inDQ = true
-			case c == '\'':
-				inSQ = true
-			default:
-				cur = append(cur, c)
-			}
-		}
-		args = append(args, string(cur))
+	if t := strings.TrimLeft(line, " \t\r\n\v\f"); t == "" || t[0] == '#' {
+		return nil, nil
 	}
-}
-
-// isSpace is C's isspace.
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func unescape(c byte) byte {
-	switch c {
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
-	case 'b':
-		return '\b'
-	case 'a':
-		return '\a'
+	buf, bounds, err := sdsargs.Split(nil, nil, []byte(line), math.MaxInt, math.MaxInt)
+	if err != nil {
+		return nil, ErrQuotes // no limits: only quotes fail
 	}
-	return c
+	args := make([]string, 0, len(bounds)/2)
+	for j := 0; j < len(bounds); j += 2 {
+		args = append(args, string(buf[bounds[j]:bounds[j+1]]))
+	}
+	return args, nil
 }
 
 // Quote returns s double-quoted with Redis's escapes (sdscatrepr).

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/rlserver/rlserver/internal/redisint"
+	"github.com/rlserver/rlserver/internal/sdsargs"
 )
 
 // ProtocolError is malformed input. Its text is Redis's reply for it; the
@@ -56,6 +57,7 @@ type Reader struct {
 	ahead     []parsedCmd
 	aheadAt   int
 	inline    []byte // scratch for unescaped inline arguments
+	bounds    []int  // their start and end offsets in inline
 	maxArgs   int
 	maxArgLen int
 	count     int // bytes read since the last TakeCount
@@ -398,120 +400,20 @@ func (r *Reader) parseInline(b []byte) ([][]byte, int, error) {
 	return args, 0, nil
 }
 
-// isSpace is C's isspace: what separates inline arguments and may follow a
-// closing quote. An unquoted argument ends only at a space, tab, CR or LF,
-// so "a\vb" is one argument, as in Redis.
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
-}
-
-func hexVal(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
-}
-
+// splitArgs splits an inline request (sdsargs.Split) into r's scratch,
+// within the reader's limits.
 func (r *Reader) splitArgs(line []byte) ([][]byte, error) {
-	out := r.inline[:0]
-	var bounds []int // start, end pairs into out
-	i := 0
-	for {
-		for i < len(line) && isSpace(line[i]) {
-			i++
-		}
-		if i >= len(line) {
-			break
-		}
-		if len(bounds)/2 >= r.maxArgs {
-			return nil, errMultibulkLen
-		}
-		start := len(out)
-		inDQ, inSQ := false, false
-	arg:
-		for {
-			if i >= len(line) {
-				if inDQ || inSQ {
-					return nil, errUnbalanced
-				}
-				break
-			}
-			c := line[i]
-			switch {
-			case inDQ:
-				if c == '\\' && i+3 < len(line) && line[i+1] == 'x' {
-					h, ok1 := hexVal(line[i+2])
-					l, ok2 := hexVal(line[i+3])
-					if ok1 && ok2 {
-						out = append(out, h<<4|l)
-						i += 4
-						continue
-					}
-				}
-				if c == '\\' && i+1 < len(line) {
-					i++
-					switch e := line[i]; e {
-					case 'n':
-						c = '\n'
-					case 'r':
-						c = '\r'
-					case 't':
-						c = '\t'
-					case 'b':
-						c = '\b'
-					case 'a':
-						c = '\a'
-					default:
-						c = e
-					}
-					out = append(out, c)
-				} else if c == '"' {
-					if i+1 < len(line) && !isSpace(line[i+1]) {
-						return nil, errUnbalanced
-					}
-					i++
-					break arg
-				} else {
-					out = append(out, c)
-				}
-			case inSQ:
-				if c == '\\' && i+1 < len(line) && line[i+1] == '\'' {
-					i++
-					out = append(out, '\'')
-				} else if c == '\'' {
-					if i+1 < len(line) && !isSpace(line[i+1]) {
-						return nil, errUnbalanced
-					}
-					i++
-					break arg
-				} else {
-					out = append(out, c)
-				}
-			default:
-				switch {
-				case c == ' ' || c == '\t' || c == '\n' || c == '\r': // not \v or \f, as in Redis's sdssplitargs
-					break arg
-				case c == '"':
-					inDQ = true
-				case c == '\'':
-					inSQ = true
-				default:
-					out = append(out, c)
-				}
-			}
-			i++
-			if len(out)-start > r.maxArgLen {
-				return nil, errBulkLen
-			}
-		}
-		bounds = append(bounds, start, len(out))
+	out, bounds, err := sdsargs.Split(r.inline[:0], r.bounds[:0], line, r.maxArgs, r.maxArgLen)
+	switch err {
+	case nil:
+	case sdsargs.ErrTooMany:
+		return nil, errMultibulkLen
+	case sdsargs.ErrTooLong:
+		return nil, errBulkLen
+	default:
+		return nil, errUnbalanced
 	}
-	r.inline = out
+	r.inline, r.bounds = out, bounds
 	args := r.args[:0]
 	for j := 0; j < len(bounds); j += 2 {
 		args = append(args, out[bounds[j]:bounds[j+1]:bounds[j+1]])

@@ -356,9 +356,10 @@ func BenchmarkWriterInt(b *testing.B) {
 }
 
 // FuzzInlineAsConfig: an inline request and a configuration file line are
-// both split as Redis's sdssplitargs splits them, by two implementations
-// (this reader's, with its limits and buffers, and configfile.SplitArgs);
-// any line splits the same way in both, or fails on its quotes in both.
+// both split as Redis's sdssplitargs splits them, by one splitter
+// (sdsargs.Split) under two readers: this one, with its limits and reused
+// buffers, and configfile.SplitArgs, with its comments. Any line splits
+// the same way in both, or fails on its quotes in both.
 func FuzzInlineAsConfig(f *testing.F) {
 	for _, s := range []string{"port 7001", `dir "a b"`, `x "\x41\n\x4"`, `y 'it\'s'`, `"open`, "a\tb  c",
 		`"a"b`, `a"b c"`, "a\vb\f", "\v\"a\"\v", `'a\'`, `"a\`} {
