@@ -75,6 +75,9 @@ type Command struct {
 	Clockless bool
 	// KeySpecFlags overrides the key-spec flags COMMAND reports.
 	KeySpecFlags []string
+	// Tips are Redis 7.0's command tips (request_policy:all_shards, ...),
+	// in its order: cluster clients route by them.
+	Tips []string
 	// Peek, for a write command, reports whether a call with args
 	// changes nothing the primary would send (a limiter's cost 0): a
 	// replica serves such calls from its replicated state.
@@ -175,22 +178,32 @@ func (c *Command) writeInfo(w Writer) {
 	for _, a := range c.ACL {
 		w.Simple(a)
 	}
-	w.Array(0) // tips
+	// The tips and the key specs are sets in RESP3, as Redis 7.0 sends
+	// them (its addReplySetLen); the subcommands an array, or an empty
+	// set for none.
+	w.Set(len(c.Tips))
+	for _, t := range c.Tips {
+		w.BulkString(t)
+	}
 	switch {
 	case c.NextKey != nil:
 		// The first key at its index, then the rest where only the
 		// command knows (Redis's "unknown" key spec): clients ask
 		// COMMAND GETKEYS.
-		w.Array(2)
+		w.Set(2)
 		c.writeKeySpec(w)
 		c.writeUnknownKeySpec(w)
 	case c.FirstKey > 0:
-		w.Array(1)
+		w.Set(1)
 		c.writeKeySpec(w)
 	default:
-		w.Array(0)
+		w.Set(0)
 	}
 	subs := Table(c.Sub).Sorted()
+	if len(subs) == 0 {
+		w.Set(0)
+		return
+	}
 	w.Array(len(subs))
 	for _, s := range subs {
 		s.writeInfo(w)

@@ -318,7 +318,29 @@ func TestCommandInfoAsRedis(t *testing.T) {
 			got[3] = strings.Join(strings.Fields(got[3]), " ")
 		}
 		require.Equal(t, want[1:], got[1:], "COMMAND INFO %s: Redis's name, arity, flags and keys, then rlserver's", c.Name)
+		// The key specs' flags, which the users' rules read too (a key
+		// spec without access needs no read permission); a container's
+		// are its subcommands', each compared on its own.
+		if c.Sub == nil {
+			// And the tips: the array after the categories.
+			tips := regexp.MustCompile(`^\[\["[^"]+" -?\d+ \[[^\]]*\] -?\d+ -?\d+ -?\d+ \[[^\]]*\] (\[[^\]]*\])`)
+			wt, gt := tips.FindStringSubmatch(rd.c.Do("COMMAND", "INFO", c.Name)), tips.FindStringSubmatch(p.c.Do("COMMAND", "INFO", c.Name))
+			require.True(t, wt != nil && gt != nil, "COMMAND INFO %s: no tips found", c.Name)
+			require.Equal(t, wt[1], gt[1], "COMMAND INFO %s: Redis's tips, then rlserver's", c.Name)
+			specs := regexp.MustCompile(`"flags" \[([^\]]*)\]`)
+			require.Equal(t, specs.FindAllString(rd.c.Do("COMMAND", "INFO", c.Name), -1), specs.FindAllString(p.c.Do("COMMAND", "INFO", c.Name), -1),
+				"COMMAND INFO %s: Redis's key specs' flags, then rlserver's", c.Name)
+		}
 		compared++
 	}
 	require.Greater(t, compared, 50)
+	// RESP3: the same shapes, sets where Redis sends sets (flags,
+	// categories, tips, key specs), whole replies of commands without
+	// tips whose key specs both describe alike.
+	for _, n := range []*replNode{rd, p} {
+		n.c.Do("HELLO", "3")
+	}
+	for _, name := range []string{"get", "exists", "ping", "echo", "del", "pttl", "client|id", "dbsize", "keys", "wait", "unlink", "time", "flushall"} {
+		require.Equal(t, rd.c.Do("COMMAND", "INFO", name), p.c.Do("COMMAND", "INFO", name), "RESP3 COMMAND INFO %s: Redis's, then rlserver's", name)
+	}
 }
