@@ -103,6 +103,10 @@ type Command struct {
 	// what the command does with them.
 	FirstKey, LastKey, Step int
 	Keys                    Access
+	// KeysOf, if set, is Keys for a call's arguments: a command whose
+	// key spec has Redis's variable_flags (SET writes without reading,
+	// unless it has GET).
+	KeysOf func(args [][]byte) Access
 	// NextKey, if set, finds the key arguments instead (a command with
 	// movable keys, RL.ALL): the key after the one at after (0: the
 	// first), 0 when there is none.

@@ -29,9 +29,13 @@ func (r *Rules) Check(c *Command, args [][]byte) (d Denial, at int) {
 	if !s.all && !c.NoAuth && !s.has(c.ID) && !s.firstArgAllowed(c.ID, args) {
 		return DeniedCommand, 0
 	}
+	need := c.Keys
+	if c.KeysOf != nil && !r.allKeys {
+		need = c.KeysOf(args)
+	}
 	if !r.allKeys && c.NextKey != nil {
 		for i := c.NextKey(args, 0); i > 0; i = c.NextKey(args, i) {
-			if !r.keyAllowed(args[i], c.Keys) {
+			if !r.keyAllowed(args[i], need) {
 				return DeniedKey, i
 			}
 		}
@@ -41,7 +45,7 @@ func (r *Rules) Check(c *Command, args [][]byte) (d Denial, at int) {
 			last += len(args)
 		}
 		for i := c.FirstKey; i <= last && i < len(args); i += max(c.Step, 1) {
-			if !r.keyAllowed(args[i], c.Keys) {
+			if !r.keyAllowed(args[i], need) {
 				return DeniedKey, i
 			}
 		}

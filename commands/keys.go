@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/glob"
 	"github.com/rlserver/rlserver/internal/ascii"
@@ -80,6 +81,17 @@ func cmdGet(x *Ctx) {
 		var buf [20]byte
 		x.W.Bulk(strconv.AppendUint(buf[:0], tat, 10))
 	}
+}
+
+// setKeys is SET's key access for the users' rules, as Redis 7.0's
+// setGetKeys decides it: a write, and a read too with GET.
+func setKeys(args [][]byte) acl.Access {
+	for _, a := range args[min(3, len(args)):] {
+		if ascii.EqualFold(a, "get") {
+			return acl.Read | acl.Write
+		}
+	}
+	return acl.Write
 }
 
 // cmdSet stores a CL.THROTTLE TAT (docs/cl-throttle.md: SET exists for this

@@ -75,6 +75,10 @@ type Command struct {
 	Clockless bool
 	// KeySpecFlags overrides the key-spec flags COMMAND reports.
 	KeySpecFlags []string
+	// KeysOf, if set, is what the call does with its keys, for the users'
+	// rules, where the key spec's flags depend on the arguments (Redis's
+	// variable_flags).
+	KeysOf func(args [][]byte) acl.Access
 	// Tips are Redis 7.0's command tips (request_policy:all_shards, ...),
 	// in its order: cluster clients route by them.
 	Tips []string
@@ -335,7 +339,7 @@ func (t Table) ACLCatalog() *acl.Catalog {
 	cmds := make([]acl.Command, 0, len(all))
 	for _, c := range all {
 		ac := acl.Command{ID: c.Index, Name: c.Name, Parent: -1, NoAuth: c.Has(FlagNoAuth),
-			FirstKey: c.FirstKey, LastKey: c.LastKey, Step: c.Step, NextKey: c.NextKey, Channels: c.Channels}
+			FirstKey: c.FirstKey, LastKey: c.LastKey, Step: c.Step, NextKey: c.NextKey, KeysOf: c.KeysOf, Channels: c.Channels}
 		for _, name := range c.ACL {
 			cat, ok := acl.ParseCategory(strings.TrimPrefix(name, "@"))
 			if !ok {

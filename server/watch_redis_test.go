@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rlserver/rlserver/internal/rltest"
@@ -107,5 +108,34 @@ func TestWatchLimiterKeys(t *testing.T) {
 		{"RL.ALL", [][]string{{"RL.ALL", "h", "FIXED", "9", "1m", "AND", "f", "FIXED", "9", "1m"}}, "(nil-array)"},
 	} {
 		require.Equal(t, tc.want, tx(tc.between...), tc.name)
+	}
+}
+
+// TestKeyAccessAsRedis: with only write access to its keys (%W~), a user
+// may run what Redis 7.0 lets it run on them: the commands whose key spec
+// reads no value (EXISTS, TYPE, WATCH, OBJECT, MEMORY USAGE), DEL, and SET
+// without GET, not GET or PTTL; with only read access (%R~), the reverse
+// of DEL and SET.
+func TestKeyAccessAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	for _, rule := range []string{"%W~k*", "%R~k*"} {
+		var got [2][]string
+		for i, n := range []*replNode{rd, p} {
+			require.Equal(t, "+OK", n.c.Do("ACL", "SETUSER", "u", "reset", "on", ">pw", "+@all", rule))
+			c := rltest.Dial(t, "127.0.0.1:"+strconv.Itoa(n.port))
+			require.Equal(t, "+OK", c.Do("AUTH", "u", "pw"))
+			for _, args := range [][]string{{"EXISTS", "k"}, {"TYPE", "k"}, {"GET", "k"}, {"PTTL", "k"}, {"OBJECT", "ENCODING", "k"},
+				{"MEMORY", "USAGE", "k"}, {"DEL", "k"}, {"WATCH", "k"}, {"UNLINK", "k"}, {"SET", "k", "1"}, {"SET", "k", "2", "GET"},
+				{"SET", "k", "3", "EX", "100", "get"}, {"SET", "k", "4", "GETX"}} {
+				r := c.Do(args...)
+				if _, err := strconv.Atoi(r); err == nil && args[0] == "MEMORY" {
+					r = "(bytes)" // each server's own layout
+				}
+				got[i] = append(got[i], strings.Join(args, " ")+": "+r)
+			}
+			c.Close()
+		}
+		require.Equal(t, got[0], got[1], "%s: Redis's replies, then rlserver's", rule)
 	}
 }
