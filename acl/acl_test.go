@@ -83,9 +83,10 @@ func TestCheck(t *testing.T) {
 		{"~* +select|0", map[string]acl.Denial{"SELECT 0": ok, "SELECT 1": cmd, "GET k": cmd}, nil},
 		{"~* +select|0 +select", map[string]acl.Denial{"SELECT 1": ok}, nil},
 		// Read and write key patterns: a command needs what its key
-		// spec says (GET access, DEL delete, SET access and update).
+		// spec says (GET access, DEL delete, SET update, and access too
+		// with GET, as Redis's setGetKeys).
 		{"%R~r:* %W~w:* ~rw:* +@all", map[string]acl.Denial{
-			"GET r:1": ok, "GET w:1": key, "DEL w:1": ok, "DEL r:1": key, "SET w:1 1": key, "SET r:1 1": key,
+			"GET r:1": ok, "GET w:1": key, "DEL w:1": ok, "DEL r:1": key, "SET w:1 1": ok, "SET w:1 1 GET": key, "SET r:1 1": key,
 			"SET rw:1 1": ok, "EXISTS r:1 rw:2": ok, "DEL w:1 rw:1 r:1": key, "CL.THROTTLE rw:x 1 1 1": ok,
 		}, map[string]int{"DEL w:1 rw:1 r:1": 3}},
 		{"%RW~k* +@all", map[string]acl.Denial{"SET k1 1": ok, "SET x 1": key}, nil},
