@@ -325,6 +325,43 @@ func millis(ms int64) time.Duration {
 	return time.Duration(min(ms, int64(1<<62)/int64(time.Millisecond))) * time.Millisecond
 }
 
+// cmdClientUnblock is CLIENT UNBLOCK id [TIMEOUT|ERROR]: no command
+// blocks a connection here, so none is unblocked (0), once the arguments
+// are checked in Redis 7.0's order.
+func cmdClientUnblock(x *Ctx) {
+	if len(x.Args) > 4 {
+		x.Error(ErrSubcommandSyntax(x.Args[1], "client"))
+		return
+	}
+	if len(x.Args) == 4 && !ascii.EqualFold(x.Args[3], "timeout") && !ascii.EqualFold(x.Args[3], "error") {
+		x.Error(ErrUnblockReason)
+		return
+	}
+	if _, ok := redisint.Parse(x.Args[2]); !ok {
+		x.Error(ErrNotInteger)
+		return
+	}
+	x.W.Int(0)
+}
+
+// cmdClientGetRedir is CLIENT GETREDIR: -1, as there is no client-side
+// caching (CLIENT TRACKING) to redirect.
+func cmdClientGetRedir(x *Ctx) { x.W.Int(-1) }
+
+// cmdClientTrackingInfo is CLIENT TRACKINGINFO: tracking is off, with no
+// redirection and no prefixes.
+func cmdClientTrackingInfo(x *Ctx) {
+	w := x.W
+	w.Map(3)
+	w.BulkString("flags")
+	w.Set(1)
+	w.BulkString("off")
+	w.BulkString("redirect")
+	w.Int(-1)
+	w.BulkString("prefixes")
+	w.Array(0)
+}
+
 // cmdClientUnpause is CLIENT UNPAUSE.
 func cmdClientUnpause(x *Ctx) {
 	x.N.Unpause()
@@ -336,7 +373,7 @@ func cmdClientHelp(x *Ctx) {
 		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID id ...]", "KILL <ip:port> | KILL <filter> <value> ...",
 		"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)",
-		"PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "HELP",
+		"PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "GETREDIR", "TRACKINGINFO", "HELP",
 	}
 	writeHelp(x, lines)
 }

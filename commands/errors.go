@@ -25,6 +25,7 @@ const (
 	ErrSyntax        Error = "ERR syntax error"
 	ErrNotInteger    Error = "ERR value is not an integer or out of range"
 	ErrWatchInMulti  Error = "ERR WATCH inside MULTI is not allowed"
+	ErrUnblockReason Error = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 	ErrNotPositive   Error = "ERR value is out of range, must be positive"
 	ErrWrongType     Error = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	ErrNoAuth        Error = "NOAUTH Authentication required."

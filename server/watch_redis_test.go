@@ -139,3 +139,33 @@ func TestKeyAccessAsRedis(t *testing.T) {
 		require.Equal(t, got[0], got[1], "%s: Redis's replies, then rlserver's", rule)
 	}
 }
+
+// TestClientTrackingAsRedis: the CLIENT subcommands about blocking and
+// client-side caching answer as Redis 7.0's does for a connection that is
+// neither blocked nor tracking, which is every connection here: UNBLOCK
+// unblocks nobody, once its arguments are checked in Redis's order,
+// GETREDIR has no redirection, TRACKINGINFO says off (RESP2 and RESP3).
+func TestClientTrackingAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	script := [][]string{
+		{"CLIENT", "UNBLOCK", "1"}, {"CLIENT", "UNBLOCK", "1", "TIMEOUT"}, {"CLIENT", "UNBLOCK", "1", "error"},
+		{"CLIENT", "UNBLOCK", "1", "x"}, {"CLIENT", "UNBLOCK", "x", "x"}, {"CLIENT", "UNBLOCK", "x"}, {"CLIENT", "UNBLOCK", "+1"},
+		{"CLIENT", "UNBLOCK", "1", "TIMEOUT", "x"}, {"CLIENT", "UNBLOCK"}, {"CLIENT", "GETREDIR"}, {"CLIENT", "GETREDIR", "x"},
+		{"CLIENT", "TRACKINGINFO"}, {"CLIENT", "TRACKINGINFO", "x"}, {"HELLO", "3"}, {"CLIENT", "TRACKINGINFO"},
+	}
+	var got [2][]string
+	for i, n := range []*replNode{rd, p} {
+		c := rltest.Dial(t, "127.0.0.1:"+strconv.Itoa(n.port))
+		for _, args := range script {
+			r := c.Do(args...)
+			if args[0] == "HELLO" {
+				r = "(a map)"
+			}
+			got[i] = append(got[i], r)
+		}
+		c.Close()
+	}
+	require.Equal(t, got[0], got[1], "Redis's replies, then rlserver's")
+	require.Equal(t, `{"flags": ~["off"], "redirect": -1, "prefixes": []}`, got[1][len(got[1])-1])
+}
