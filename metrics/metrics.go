@@ -45,6 +45,7 @@ var (
 	descReplLag   = prometheus.NewDesc("rlserver_replication_lag_seconds", "A replica: since its primary last sent anything (-1 while the link is down); a primary: the longest an online replica has not acknowledged.", nil, nil)
 	descReplicas  = prometheus.NewDesc("rlserver_connected_replicas", "Online replicas of this primary.", nil, nil)
 	descReplFails = prometheus.NewDesc("rlserver_replication_failures_total", "A replica's failed links: refused_unit (a unit of its primary's stream it refused, none of it applied), full_sync (a full sync that failed).", []string{"kind"}, nil)
+	descDenied    = prometheus.NewDesc("rlserver_acl_denied_total", "Refusals of the users' rules and failed logins (ACL LOG), by reason: auth, command, key, channel.", []string{"reason"}, nil)
 	descLeases    = prometheus.NewDesc("rlserver_leases_total", "Lease events (RL.ACQUIRE): acquired, released, renewed, and expired (ended without a release: a holder that died, or leaked one).", []string{"event"}, nil)
 	descTop       = prometheus.NewDesc("rlserver_top_rejected", "Rejections over the last minute of the most rejected keys (--metrics-top-keys).", []string{"key"}, nil)
 )
@@ -57,7 +58,7 @@ type collector struct {
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCommands, descRejected, descFailed, descDuration, descDecisions, descKeys,
-		descClients, descMemory, descSnapDur, descSnapLast, descSnapErrs, descClockOff, descReplOff, descReplLag, descReplicas, descReplFails, descTop, descLeases} {
+		descClients, descMemory, descSnapDur, descSnapLast, descSnapErrs, descClockOff, descReplOff, descReplLag, descReplicas, descReplFails, descTop, descLeases, descDenied} {
 		ch <- d
 	}
 }
@@ -101,6 +102,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(o.ConnectedReplicas))
 	ch <- prometheus.MustNewConstMetric(descReplFails, prometheus.CounterValue, float64(o.ReplRefusedUnits), "refused_unit")
 	ch <- prometheus.MustNewConstMetric(descReplFails, prometheus.CounterValue, float64(o.ReplFailedSyncs), "full_sync")
+	for _, r := range []string{"auth", "command", "key", "channel"} {
+		ch <- prometheus.MustNewConstMetric(descDenied, prometheus.CounterValue, float64(o.ACLDenied[r]), r)
+	}
 	for event, v := range map[string]int64{"acquired": o.Leases.Acquired, "released": o.Leases.Released, "renewed": o.Leases.Renewed, "expired": o.Leases.Expired} {
 		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.CounterValue, float64(v), event)
 	}

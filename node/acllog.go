@@ -96,7 +96,26 @@ func (n *Node) AuthFailed(s *commands.Session, object, user []byte) {
 	n.logRefusal(s, commands.ACLLogEntry{Reason: "auth", Object: string(object)}, inExec, string(user))
 }
 
+// aclReasons are the ACL log's reasons, in the order of INFO's
+// acl_access_denied_* fields (whose names say cmd for command).
+var aclReasons = [...]string{"auth", "command", "key", "channel"}
+
+// ACLDenied counts the refusals logged since the start (or CONFIG
+// RESETSTAT), by reason: auth, command, key, channel.
+func (n *Node) ACLDenied() map[string]int64 {
+	m := make(map[string]int64, len(aclReasons))
+	for i, r := range aclReasons {
+		m[r] = n.stats.aclDenied[i].Load()
+	}
+	return m
+}
+
 func (n *Node) logRefusal(s *commands.Session, e commands.ACLLogEntry, inExec bool, user string) {
+	for i, r := range aclReasons {
+		if r == e.Reason {
+			n.stats.aclDenied[i].Add(1)
+		}
+	}
 	e.Context = "toplevel"
 	if inExec || s.InMulti() {
 		e.Context = "multi"

@@ -37,6 +37,10 @@ type Observed struct {
 	// for a unit of its primary's stream it refused, and its full syncs
 	// that failed, since the start.
 	ReplRefusedUnits, ReplFailedSyncs int64
+	// ACLDenied counts the refusals of the users' rules and the failed
+	// logins (the ACL log's entries, each counted), by reason: auth,
+	// command, key, channel.
+	ACLDenied map[string]int64
 }
 
 // CommandObserved is one command's counts and latency histogram.
@@ -56,7 +60,7 @@ func ResultName(r int) string { return resultNames[r] }
 // Observe reads what the metrics endpoint exports; top is how many of
 // the most rejected keys to include.
 func (n *Node) Observe(top int) Observed {
-	o := Observed{Decisions: n.Decisions(), Clients: n.connectedClients(), Leases: n.engine.LeaseStats()}
+	o := Observed{Decisions: n.Decisions(), Clients: n.connectedClients(), Leases: n.engine.LeaseStats(), ACLDenied: n.ACLDenied()}
 	st := n.engine.Store()
 	o.Keys = st.Kinds()
 	for _, c := range n.table.All() {

@@ -123,6 +123,9 @@ type nodeStats struct {
 	// expireHold is the longest the expiry sweep has held a shard's lock
 	// at a time, in ns (engine.SweepStats.LongestHold).
 	expireHold atomic.Int64
+	// aclDenied counts the refusals the ACL log logs, by reason
+	// (aclReasons): Redis 7.2's acl_access_denied_*.
+	aclDenied [len(aclReasons)]atomic.Int64
 }
 
 // Options are what New needs besides the configuration. Zero values are
@@ -302,6 +305,9 @@ func (n *Node) ResetStats() {
 	n.stats.connections.Store(0)
 	n.stats.rejectedConns.Store(0)
 	n.stats.expireHold.Store(0)
+	for i := range n.stats.aclDenied {
+		n.stats.aclDenied[i].Store(0)
+	}
 	n.dispatch.reset()
 	n.resetObserved()
 	n.engine.ResetEvicted()

@@ -91,6 +91,13 @@ func TestACLLogAsRedis(t *testing.T) {
 	require.Contains(t, got[1][0], `"reason" "key" "context" "multi" "object" "k1" "username" "alice" "age-seconds" AGE "client-info" "flags=x multi=1 cmd=exec user=alice resp=2"`)
 	require.Contains(t, got[1][0], `"reason" "auth" "context" "toplevel" "object" "HELLO" "username" "bob"`)
 	require.Equal(t, 8, strings.Count(got[1][0], `"count"`))
+	// Each refusal counted by reason, as Redis 7.2's INFO counts them
+	// (7.0.15 has no such fields): three failed logins, one command, four
+	// keys (x twice, y, k1 at EXEC), one channel, then the last login.
+	stats := p.c.Do("INFO", "stats")
+	for _, f := range []string{"acl_access_denied_auth:4", "acl_access_denied_cmd:1", "acl_access_denied_key:4", "acl_access_denied_channel:1"} {
+		require.Contains(t, stats, f)
+	}
 	require.Equal(t, 2, strings.Count(got[1][len(got[1])-3], `"count"`))
 }
 

@@ -95,6 +95,13 @@ func TestMetrics(t *testing.T) {
 	}
 	rltest.Pipeline(t, c, cmds)
 	require.Equal(t, "-ERR wrong number of arguments for 'rl.fixed' command", c.Do("RL.FIXED", "f"))
+	// Two refused logins and a refused key, for rlserver_acl_denied_total.
+	require.Equal(t, "+OK", c.Do("ACL", "SETUSER", "ro", "on", ">pw", "+@all", "~r*"))
+	require.Contains(t, c.Do("AUTH", "ro", "bad"), "WRONGPASS")
+	require.Contains(t, c.Do("HELLO", "3", "AUTH", "nobody", "x"), "WRONGPASS")
+	require.Equal(t, "+OK", c.Do("AUTH", "ro", "pw"))
+	require.Contains(t, c.Do("GET", "x"), "NOPERM")
+	require.Equal(t, "+OK", c.Do("AUTH", "default", "any")) // nopass: back as before
 
 	fams := scrape(t, s)
 	for name, typ := range map[string]dto.MetricType{
@@ -106,8 +113,8 @@ func TestMetrics(t *testing.T) {
 		"rlserver_snapshot_errors_total": dto.MetricType_COUNTER, "rlserver_clock_offset_seconds": dto.MetricType_GAUGE,
 		"rlserver_replication_offset": dto.MetricType_GAUGE, "rlserver_replication_lag_seconds": dto.MetricType_GAUGE,
 		"rlserver_connected_replicas": dto.MetricType_GAUGE, "rlserver_top_rejected": dto.MetricType_GAUGE,
-		"rlserver_replication_failures_total": dto.MetricType_COUNTER,
-		"go_goroutines":                       dto.MetricType_GAUGE, "process_resident_memory_bytes": dto.MetricType_GAUGE,
+		"rlserver_replication_failures_total": dto.MetricType_COUNTER, "rlserver_acl_denied_total": dto.MetricType_COUNTER,
+		"go_goroutines": dto.MetricType_GAUGE, "process_resident_memory_bytes": dto.MetricType_GAUGE,
 	} {
 		f, ok := fams[name]
 		require.True(t, ok, "no family %s", name)
@@ -135,6 +142,10 @@ func TestMetrics(t *testing.T) {
 		{"rlserver_connected_replicas", nil, 0},
 		{"rlserver_replication_failures_total", []string{"kind", "refused_unit"}, 0},
 		{"rlserver_replication_failures_total", []string{"kind", "full_sync"}, 0},
+		{"rlserver_acl_denied_total", []string{"reason", "auth"}, 2},
+		{"rlserver_acl_denied_total", []string{"reason", "key"}, 1},
+		{"rlserver_acl_denied_total", []string{"reason", "command"}, 0},
+		{"rlserver_acl_denied_total", []string{"reason", "channel"}, 0},
 		{"rlserver_top_rejected", []string{"key", "k00"}, 1},
 		{"rlserver_top_rejected", []string{"key", "k02"}, 1},
 	} {
