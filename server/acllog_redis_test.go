@@ -98,6 +98,8 @@ func TestACLLogAsRedis(t *testing.T) {
 	for _, f := range []string{"acl_access_denied_auth:4", "acl_access_denied_cmd:1", "acl_access_denied_key:4", "acl_access_denied_channel:1"} {
 		require.Contains(t, stats, f)
 	}
+	require.Equal(t, "+OK", p.c.Do("CONFIG", "RESETSTAT"))
+	require.Contains(t, p.c.Do("INFO", "stats"), "acl_access_denied_auth:0")
 	require.Equal(t, 2, strings.Count(got[1][len(got[1])-3], `"count"`))
 }
 
