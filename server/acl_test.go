@@ -83,7 +83,7 @@ func TestACLGoRedis(t *testing.T) {
 	require.NoError(t, admin.Do(ctx, "ACL", "SAVE").Err())
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	require.Contains(t, string(b), "user dashboard on #8bb124ee46bcaa8764e86d479a3392d504caa95ff3b95e103c6c681870a168f9 ~* resetchannels -@all +@read +@connection -client|kill -client|list -client|no-evict -client|pause -client|unpause +info -keys\n")
+	require.Contains(t, string(b), "user dashboard on #8bb124ee46bcaa8764e86d479a3392d504caa95ff3b95e103c6c681870a168f9 ~* resetchannels -@all +@read +@connection -client|kill -client|list -client|no-evict -client|pause -client|unblock -client|unpause +info -keys\n")
 
 	// A deleted user's connections are closed, and it logs in no more.
 	app := newClient(t, s, func(o *redis.Options) { o.Username = "app"; o.Password = "apppw" })
