@@ -64,9 +64,8 @@ func cmdClientOnOff(x *Ctx) {
 	}
 }
 
-// clientLine is a session's CLIENT LIST line, in Redis 7's field order, as
-// seen by the session cur (MULTI state shows only to itself).
-func clientLine(c, cur *Session) string {
+// clientLine is a session's CLIENT LIST line, in Redis 7's field order.
+func clientLine(c *Session) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	multi, flags := int(c.queued.Load()), "N"
@@ -145,12 +144,12 @@ func cmdClientList(x *Ctx) {
 		if listed != nil && !listed(c) {
 			continue
 		}
-		b.WriteString(clientLine(c, x.C))
+		b.WriteString(clientLine(c))
 	}
 	x.W.Verbatim(b.String())
 }
 
-func cmdClientInfo(x *Ctx) { x.W.Verbatim(clientLine(x.C, x.C)) }
+func cmdClientInfo(x *Ctx) { x.W.Verbatim(clientLine(x.C)) }
 
 // killFilter is CLIENT KILL's selection: every filter must match; the
 // caller is spared when skipMe.
@@ -380,4 +379,4 @@ func cmdClientHelp(x *Ctx) {
 
 // ClientInfo is s's CLIENT INFO line without its newline, as the ACL log
 // keeps it for a refusal of s.
-func ClientInfo(s *Session) string { return strings.TrimSuffix(clientLine(s, s), "\n") }
+func ClientInfo(s *Session) string { return strings.TrimSuffix(clientLine(s), "\n") }

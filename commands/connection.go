@@ -47,9 +47,8 @@ func cmdAuth(x *Ctx) {
 		x.Error(ErrSyntax)
 		return
 	}
-	u := x.N.Authenticate(user, pass)
+	u := x.N.Authenticate(x.C, x.Args[0], user, pass)
 	if u == nil {
-		x.N.AuthFailed(x.C, x.Args[0], user)
 		x.Error(ErrWrongPass)
 		return
 	}
@@ -103,9 +102,8 @@ func cmdHello(x *Ctx) {
 		return
 	}
 	if h.user != nil {
-		u := x.N.Authenticate(h.user, h.pass)
+		u := x.N.Authenticate(x.C, x.Args[0], h.user, h.pass)
 		if u == nil {
-			x.N.AuthFailed(x.C, x.Args[0], h.user)
 			x.Error(ErrWrongPass)
 			return
 		}

@@ -23,7 +23,8 @@ type Node interface {
 	// a user by name (nil: none; "default" always exists), Users lists
 	// them by name. Authenticate returns the user that user and pass
 	// log in as, nil if they do not (no such user, a user that is off, a
-	// wrong password). SetUser creates or changes a user, applying all
+	// wrong password), and then logs the failure (ACL LOG) as s's, with
+	// cmd, the command as the client spelled it (AUTH, HELLO). SetUser creates or changes a user, applying all
 	// the rules or none (an *acl.RuleError), and closes its connections
 	// subscribed where the rules no longer allow. DeleteUsers deletes
 	// users and closes their connections. Connections closed are s's
@@ -32,12 +33,9 @@ type Node interface {
 	ACLCatalog() *acl.Catalog
 	User(name string) *acl.User
 	Users() []*acl.User
-	Authenticate(user, pass []byte) *acl.User
-	// AuthFailed logs s's failed login as user (the name it gave) with
-	// the command named object (AUTH or HELLO, as the client spelled
-	// it) in the ACL log. ACLLog returns up to count of the log's
-	// entries, newest first; ACLLogReset empties it.
-	AuthFailed(s *Session, object, user []byte)
+	Authenticate(s *Session, cmd, user, pass []byte) *acl.User
+	// ACLLog returns up to count of the ACL log's entries, newest
+	// first; ACLLogReset empties it.
 	ACLLog(count int) []ACLLogEntry
 	ACLLogReset()
 	SetUser(s *Session, name string, rules []string) error

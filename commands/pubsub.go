@@ -173,11 +173,15 @@ func cmdPubsubChannels(x *Ctx) {
 // cmdPubsubNumSub is PUBSUB NUMSUB [channel ...]: each channel, then how
 // many connections subscribed to it by name (pattern subscriptions are
 // not counted), as one flat array in either protocol, as Redis 7.0.
-func cmdPubsubNumSub(x *Ctx) {
+func cmdPubsubNumSub(x *Ctx) { writeNumSub(x, x.N.PubsubNumSub) }
+
+// writeNumSub writes NUMSUB's and SHARDNUMSUB's flat array: each channel
+// named, then its count.
+func writeNumSub(x *Ctx, count func(channel []byte) int) {
 	x.W.Array(2 * (len(x.Args) - 2))
 	for _, ch := range x.Args[2:] {
 		x.W.Bulk(ch)
-		x.W.Int(int64(x.N.PubsubNumSub(ch)))
+		x.W.Int(int64(count(ch)))
 	}
 }
 
@@ -196,13 +200,7 @@ func cmdPubsubShardChannels(x *Ctx) {
 
 // cmdPubsubShardNumSub is PUBSUB SHARDNUMSUB [channel ...]: each channel
 // with 0 subscribers.
-func cmdPubsubShardNumSub(x *Ctx) {
-	x.W.Array(2 * (len(x.Args) - 2))
-	for _, ch := range x.Args[2:] {
-		x.W.Bulk(ch)
-		x.W.Int(0)
-	}
-}
+func cmdPubsubShardNumSub(x *Ctx) { writeNumSub(x, func([]byte) int { return 0 }) }
 
 func cmdPubsubHelp(x *Ctx) {
 	writeHelp(x, []string{

@@ -28,15 +28,15 @@ type Session struct {
 	// LIST, ACL DELUSER).
 	user atomic.Pointer[acl.User]
 
-	multi    bool       // inside MULTI
+	// queued is len(queue) inside MULTI, -1 outside it: whether the
+	// session is in MULTI, and what CLIENT LIST, run on another
+	// connection too, shows of it (flags x, multi=).
+	queued   atomic.Int32
 	multiErr bool       // a command was refused while queueing: EXEC aborts
 	queue    [][][]byte // the MULTI queue; owns copies of the arguments
 	// watched are the keys WATCH watches, until EXEC, DISCARD, UNWATCH
 	// or RESET.
 	watched []WatchedKey
-	// queued is len(queue) in MULTI, -1 outside it: what CLIENT LIST,
-	// run on another connection, shows of this one (flags x, multi=).
-	queued atomic.Int32
 
 	// closeAfterReply asks the connection to close once the pending
 	// replies are written (QUIT, a request over the limits, a kill of
@@ -170,7 +170,7 @@ func (s *Session) Done(mono int64) { s.lastActive.Store(mono) }
 func (s *Session) Idle() time.Duration { return time.Duration(clock.Mono() - s.lastActive.Load()) }
 
 // InMulti reports whether commands are being queued (MULTI).
-func (s *Session) InMulti() bool { return s.multi }
+func (s *Session) InMulti() bool { return s.queued.Load() >= 0 }
 
 // Enqueue adds a copy of args to the MULTI queue.
 func (s *Session) Enqueue(args [][]byte) {
@@ -179,12 +179,12 @@ func (s *Session) Enqueue(args [][]byte) {
 }
 
 // WatchedKey is a key WATCH watches and its state then
-// (engine.Store.State): EXEC runs its queue only if every watched key's
-// state is still that.
+// (engine.Store.State; empty for no key, as a live key's holds at least
+// its kind): EXEC runs its queue only if every watched key's state is
+// still that.
 type WatchedKey struct {
 	Key   []byte
 	State []byte
-	Held  bool // the key lived
 }
 
 // Watched returns the keys the session watches.
@@ -192,7 +192,7 @@ func (s *Session) Watched() []WatchedKey { return s.watched }
 
 // beginMulti enters MULTI with an empty queue.
 func (s *Session) beginMulti() {
-	s.multi, s.multiErr, s.queue = true, false, nil
+	s.multiErr, s.queue = false, nil
 	s.queued.Store(0)
 }
 
@@ -209,7 +209,7 @@ func CloneArgs(args [][]byte) [][]byte {
 // RefusedInMulti records that a command was refused while queueing, so
 // EXEC aborts; it does nothing outside MULTI.
 func (s *Session) RefusedInMulti() {
-	if s.multi {
+	if s.InMulti() {
 		s.multiErr = true
 	}
 }
@@ -233,14 +233,11 @@ func (s *Session) Queued() [][][]byte { return s.queue }
 // cluster check).
 func (s *Session) DiscardMulti() { s.endMulti() }
 
-// endMulti leaves MULTI and returns what was queued and whether EXEC
-// must abort.
-func (s *Session) endMulti() (queue [][][]byte, aborted bool) {
-	queue, aborted = s.queue, s.multiErr
-	s.multi, s.multiErr, s.queue = false, false, nil
+// endMulti leaves MULTI, dropping the queue and the watched keys.
+func (s *Session) endMulti() {
+	s.multiErr, s.queue = false, nil
 	s.queued.Store(-1)
 	s.watched = nil
-	return queue, aborted
 }
 
 // SetInternal marks the session as a front's internal client, with no

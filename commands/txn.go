@@ -7,7 +7,7 @@ import "slices"
 // back to the node, which runs it as one atomic step.
 
 func cmdMulti(x *Ctx) {
-	if x.C.multi {
+	if x.C.InMulti() {
 		x.Error(ErrMultiNested)
 		return
 	}
@@ -16,7 +16,7 @@ func cmdMulti(x *Ctx) {
 }
 
 func cmdDiscard(x *Ctx) {
-	if !x.C.multi {
+	if !x.C.InMulti() {
 		x.Error(ErrDiscardNoMult)
 		return
 	}
@@ -28,7 +28,7 @@ func cmdDiscard(x *Ctx) {
 // locked for the duration and all of them see one clock reading, so no
 // other client's command interleaves and time does not move inside it.
 func cmdExec(x *Ctx) {
-	if !x.C.multi {
+	if !x.C.InMulti() {
 		x.Error(ErrExecNoMulti)
 		return
 	}
@@ -49,7 +49,7 @@ func cmdExec(x *Ctx) {
 // written, deleted, expired or come to be), and otherwise answers a null
 // array and runs nothing. A key watched already keeps its first state.
 func cmdWatch(x *Ctx) {
-	if x.C.multi {
+	if x.C.InMulti() {
 		x.Error(ErrWatchInMulti)
 		return
 	}
@@ -57,8 +57,8 @@ func cmdWatch(x *Ctx) {
 		if slices.ContainsFunc(x.C.watched, func(w WatchedKey) bool { return string(w.Key) == string(k) }) {
 			continue
 		}
-		state, held := x.Store.State(k, x.Now, nil)
-		x.C.watched = append(x.C.watched, WatchedKey{Key: append([]byte(nil), k...), State: state, Held: held})
+		state, _ := x.Store.State(k, x.Now, nil)
+		x.C.watched = append(x.C.watched, WatchedKey{Key: append([]byte(nil), k...), State: state})
 	}
 	x.OK()
 }

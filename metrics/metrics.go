@@ -102,8 +102,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(o.ConnectedReplicas))
 	ch <- prometheus.MustNewConstMetric(descReplFails, prometheus.CounterValue, float64(o.ReplRefusedUnits), "refused_unit")
 	ch <- prometheus.MustNewConstMetric(descReplFails, prometheus.CounterValue, float64(o.ReplFailedSyncs), "full_sync")
-	for _, r := range []string{"auth", "command", "key", "channel"} {
-		ch <- prometheus.MustNewConstMetric(descDenied, prometheus.CounterValue, float64(o.ACLDenied[r]), r)
+	for r, v := range o.ACLDenied {
+		ch <- prometheus.MustNewConstMetric(descDenied, prometheus.CounterValue, float64(v), r)
 	}
 	for event, v := range map[string]int64{"acquired": o.Leases.Acquired, "released": o.Leases.Released, "renewed": o.Leases.Renewed, "expired": o.Leases.Expired} {
 		ch <- prometheus.MustNewConstMetric(descLeases, prometheus.CounterValue, float64(v), event)

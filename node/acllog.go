@@ -71,34 +71,30 @@ func (l *aclLog) getMaxLen() int64 {
 	return l.maxLen
 }
 
+// The ACL log's reasons, indexes of aclReasons and of the counters
+// behind INFO's acl_access_denied_* fields (whose names say cmd for
+// command).
+const (
+	reasonAuth = iota
+	reasonCommand
+	reasonKey
+	reasonChannel
+)
+
+var aclReasons = [...]string{reasonAuth: "auth", reasonCommand: "command", reasonKey: "key", reasonChannel: "channel"}
+
 // refused logs a refusal of c's rules (acl.Rules.Check): of the command
-// cmd, or of the key or channel args[at]. A command queued in MULTI, or
-// run by EXEC, is refused in the context "multi".
+// cmd, or of the key or channel args[at].
 func (n *Node) refused(c *Client, cmd *commands.Command, args [][]byte, d acl.Denial, at int) {
-	e := commands.ACLLogEntry{Object: cmd.Name}
+	reason, object := reasonCommand, cmd.Name
 	switch d {
-	case acl.DeniedCommand:
-		e.Reason = "command"
 	case acl.DeniedKey:
-		e.Reason, e.Object = "key", string(args[at])
+		reason, object = reasonKey, string(args[at])
 	case acl.DeniedChannel:
-		e.Reason, e.Object = "channel", string(args[at])
+		reason, object = reasonChannel, string(args[at])
 	}
-	n.logRefusal(c.Session, e, c.inExec, c.User().Name())
+	n.logRefusal(c.Session, reason, object, c.User().Name())
 }
-
-// AuthFailed logs s's failed login as user (commands.Node).
-func (n *Node) AuthFailed(s *commands.Session, object, user []byte) {
-	inExec := false
-	if c := n.clientOf(s); c != nil {
-		inExec = c.inExec
-	}
-	n.logRefusal(s, commands.ACLLogEntry{Reason: "auth", Object: string(object)}, inExec, string(user))
-}
-
-// aclReasons are the ACL log's reasons, in the order of INFO's
-// acl_access_denied_* fields (whose names say cmd for command).
-var aclReasons = [...]string{"auth", "command", "key", "channel"}
 
 // ACLDenied counts the refusals logged since the start (or CONFIG
 // RESETSTAT), by reason: auth, command, key, channel.
@@ -110,19 +106,16 @@ func (n *Node) ACLDenied() map[string]int64 {
 	return m
 }
 
-func (n *Node) logRefusal(s *commands.Session, e commands.ACLLogEntry, inExec bool, user string) {
-	for i, r := range aclReasons {
-		if r == e.Reason {
-			n.stats.aclDenied[i].Add(1)
-		}
-	}
-	e.Context = "toplevel"
-	if inExec || s.InMulti() {
+// logRefusal counts a refusal and logs it as s's: in the context "multi"
+// while s is in MULTI (a command queued, or run by EXEC, which leaves
+// MULTI only once its queue has run), else "toplevel".
+func (n *Node) logRefusal(s *commands.Session, reason int, object, user string) {
+	n.stats.aclDenied[reason].Add(1)
+	e := commands.ACLLogEntry{Reason: aclReasons[reason], Context: "toplevel", Object: object, Username: user,
+		Millis: time.Now().UnixMilli(), ClientInfo: commands.ClientInfo(s)}
+	if s.InMulti() {
 		e.Context = "multi"
 	}
-	e.Username = user
-	e.Millis = time.Now().UnixMilli()
-	e.ClientInfo = commands.ClientInfo(s)
 	n.acllog.add(e)
 }
 

@@ -173,9 +173,8 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 	n.engine.Atomic(func(st engine.Store) {
 		var buf []byte
 		for _, wk := range s.Watched() {
-			var held bool
-			buf, held = st.State(wk.Key, now, buf[:0])
-			if held != wk.Held || !bytes.Equal(buf, wk.State) {
+			buf, _ = st.State(wk.Key, now, buf[:0])
+			if !bytes.Equal(buf, wk.State) {
 				w.NullArray() // a watched key changed: nothing runs
 				return
 			}

@@ -207,10 +207,10 @@ func (n *Node) infoStats(f *infoFields, _ int64, _ engine.Store) {
 	f.line("expire_longest_hold_us", st.expireHold.Load()/1000)
 	f.line("total_error_replies", d[nErrorReplies])
 	f.line("client_output_buffer_limit_disconnections", st.outputDisconnects.Load()) // where Redis 7.2 has it
-	f.line("acl_access_denied_auth", st.aclDenied[0].Load())
-	f.line("acl_access_denied_cmd", st.aclDenied[1].Load())
-	f.line("acl_access_denied_key", st.aclDenied[2].Load())
-	f.line("acl_access_denied_channel", st.aclDenied[3].Load())
+	f.line("acl_access_denied_auth", st.aclDenied[reasonAuth].Load())
+	f.line("acl_access_denied_cmd", st.aclDenied[reasonCommand].Load())
+	f.line("acl_access_denied_key", st.aclDenied[reasonKey].Load())
+	f.line("acl_access_denied_channel", st.aclDenied[reasonChannel].Load())
 }
 
 func (n *Node) infoReplication(f *infoFields, _ int64, _ engine.Store) {

@@ -87,9 +87,10 @@ func (n *Node) Users() []*acl.User {
 
 // Authenticate returns the user user and pass log in as (AUTH, HELLO
 // AUTH), or nil: no such user, a user that is off, a wrong password.
-func (n *Node) Authenticate(user, pass []byte) *acl.User {
+func (n *Node) Authenticate(s *commands.Session, cmd, user, pass []byte) *acl.User {
 	u := n.User(string(user))
 	if u == nil || !u.Rules().LogsIn(pass) {
+		n.logRefusal(s, reasonAuth, string(cmd), string(user))
 		return nil
 	}
 	return u
