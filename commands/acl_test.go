@@ -122,6 +122,8 @@ var redisCategories = map[string]string{
 	"client|unblock":          "@admin @slow @dangerous @connection",
 	"client|getredir":         "@slow @connection",
 	"client|trackinginfo":     "@slow @connection",
+	"client|tracking":         "@slow @connection",
+	"client|caching":          "@slow @connection",
 	"unwatch":                 "@fast @transaction",
 	"acl|cat":                 "@slow",
 	"acl|genpass":             "@slow",

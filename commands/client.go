@@ -68,22 +68,35 @@ func cmdClientOnOff(x *Ctx) {
 func clientLine(c *Session) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	multi, flags := int(c.queued.Load()), "N"
-	if multi >= 0 {
-		flags = "x"
-	}
+	multi := int(c.queued.Load())
 	sub, psub := c.Subscriptions()
-	if sub+psub > 0 && flags == "N" {
-		flags = "P"
+	t := c.tracking
+	redir := int64(-1)
+	if t.On {
+		redir = t.Redirect
+	}
+	// Redis's letters, in its order.
+	var f []byte
+	for _, l := range []struct {
+		on bool
+		c  byte
+	}{{sub+psub > 0, 'P'}, {multi >= 0, 'x'}, {t.On, 't'}, {t.On && t.Broken, 'R'}, {t.On && t.BCast, 'B'}} {
+		if l.on {
+			f = append(f, l.c)
+		}
+	}
+	flags := string(f)
+	if flags == "" {
+		flags = "N"
 	}
 	qbuf, omem := c.qbuf.Load(), c.omem.Load()
 	events := "r"
 	if omem > 0 {
 		events = "rw"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=%s cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=%s cmd=%s user=%s redir=%d resp=%d lib-name=%s lib-ver=%s\n",
 		c.ID, c.Addr, c.LAddr, c.fd.Load(), c.name, int(time.Since(c.Created).Seconds()), int64(c.Idle().Seconds()),
-		flags, sub, psub, multi, qbuf, omem, qbuf+omem, events, orNULL(c.lastCmd.Load()), c.User().Name(), c.Proto(), c.libName, c.libVer)
+		flags, sub, psub, multi, qbuf, omem, qbuf+omem, events, orNULL(c.lastCmd.Load()), c.User().Name(), redir, c.Proto(), c.libName, c.libVer)
 }
 
 func orNULL(s *string) string {
@@ -343,24 +356,6 @@ func cmdClientUnblock(x *Ctx) {
 	x.W.Int(0)
 }
 
-// cmdClientGetRedir is CLIENT GETREDIR: -1, as there is no client-side
-// caching (CLIENT TRACKING) to redirect.
-func cmdClientGetRedir(x *Ctx) { x.W.Int(-1) }
-
-// cmdClientTrackingInfo is CLIENT TRACKINGINFO: tracking is off, with no
-// redirection and no prefixes.
-func cmdClientTrackingInfo(x *Ctx) {
-	w := x.W
-	w.Map(3)
-	w.BulkString("flags")
-	w.Set(1)
-	w.BulkString("off")
-	w.BulkString("redirect")
-	w.Int(-1)
-	w.BulkString("prefixes")
-	w.Array(0)
-}
-
 // cmdClientUnpause is CLIENT UNPAUSE.
 func cmdClientUnpause(x *Ctx) {
 	x.N.Unpause()
@@ -372,7 +367,9 @@ func cmdClientHelp(x *Ctx) {
 		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID id ...]", "KILL <ip:port> | KILL <filter> <value> ...",
 		"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)",
-		"PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "GETREDIR", "TRACKINGINFO", "HELP",
+		"PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+		"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]", "CACHING (YES|NO)",
+		"GETREDIR", "TRACKINGINFO", "HELP",
 	}
 	writeHelp(x, lines)
 }

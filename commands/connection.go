@@ -167,6 +167,9 @@ func cmdReset(x *Ctx) {
 	c := x.C
 	c.endMulti()
 	c.UnsubscribeAll(x.N)
+	if c.TrackingOn() {
+		x.N.Track(c, Tracking{})
+	}
 	c.proto.Store(2)
 	c.readOnly = false
 	c.SetName("")

@@ -80,6 +80,11 @@ type Node interface {
 	// that is s itself gets its message in w, before the reply.
 	// RewriteConfig is CONFIG REWRITE.
 	RewriteConfig(s *Session) error
+	// Track sets s's client-side caching mode (CLIENT TRACKING; off is
+	// the zero Tracking); ClientExists reports whether a connection has
+	// the client ID (REDIRECT's check).
+	Track(s *Session, t Tracking)
+	ClientExists(id int64) bool
 	Subscribe(s *Session, channel string, pattern bool)
 	Unsubscribe(s *Session, channel string, pattern bool)
 	Publish(s *Session, w Writer, channel, message []byte) int

@@ -26,35 +26,46 @@ const (
 	ErrNotInteger    Error = "ERR value is not an integer or out of range"
 	ErrWatchInMulti  Error = "ERR WATCH inside MULTI is not allowed"
 	ErrUnblockReason Error = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
-	ErrNotPositive   Error = "ERR value is out of range, must be positive"
-	ErrWrongType     Error = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	ErrNoAuth        Error = "NOAUTH Authentication required."
-	ErrHelloNoAuth   Error = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
-	ErrWrongPass     Error = "WRONGPASS invalid username-password pair or user is disabled."
-	ErrAuthNoPass    Error = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	ErrDBIndex       Error = "ERR DB index is out of range"
-	ErrNoProto       Error = "NOPROTO unsupported protocol version"
-	ErrProtoNotInt   Error = "ERR Protocol version is not an integer or out of range"
-	ErrMultiNested   Error = "ERR MULTI calls can not be nested"
-	ErrExecNoMulti   Error = "ERR EXEC without MULTI"
-	ErrDiscardNoMult Error = "ERR DISCARD without MULTI"
-	ErrExecAbort     Error = "EXECABORT Transaction discarded because of previous errors."
-	ErrNotInMulti    Error = "ERR Command not allowed inside a transaction"
-	ErrNoSuchClient  Error = "ERR No such client"
-	ErrClientName    Error = "ERR Client names cannot contain spaces, newlines or special characters."
-	ErrClientID      Error = "ERR Invalid client ID"
-	ErrKillClientID  Error = "ERR client-id should be greater than 0"
-	ErrInvalidExpire Error = "ERR invalid expire time in 'set' command"
-	ErrInvalidCursor Error = "ERR invalid cursor"
-	ErrNoLFU         Error = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-	ErrKeyTooLong    Error = "ERR Protocol error: key too long"
-	ErrNeedManual    Error = "ERR DEBUG CLOCK needs the manual clock (--clock manual)"
-	ErrClockBack     Error = "ERR DEBUG CLOCK SET would move the clock backwards"
-	ErrClockValue    Error = "ERR DEBUG CLOCK invalid time or duration"
-	ErrMaxClients    Error = "ERR max number of clients reached"
-	ErrPersistOff    Error = "ERR persistence is disabled (--save-interval 0)"
-	ErrNoShutdown    Error = "ERR No shutdown in progress."
-	ErrBgsaveRunning Error = "ERR Background save already in progress"
+	// CLIENT TRACKING and CLIENT CACHING (tracking.go).
+	ErrTrackingRedirectTwice Error = "ERR A client can only redirect to a single other client"
+	ErrTrackingRedirectGone  Error = "ERR The client ID you want redirect to does not exist"
+	ErrTrackingPrefixNoBcast Error = "ERR PREFIX option requires BCAST mode to be enabled"
+	ErrTrackingSwitchBcast   Error = "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."
+	ErrTrackingBcastOpt      Error = "ERR OPTIN and OPTOUT are not compatible with BCAST"
+	ErrTrackingOptInOut      Error = "ERR You can't specify both OPTIN mode and OPTOUT mode"
+	ErrTrackingSwitchOpt     Error = "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."
+	ErrCachingNoTracking     Error = "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
+	ErrCachingYes            Error = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
+	ErrCachingNo             Error = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
+	ErrNotPositive           Error = "ERR value is out of range, must be positive"
+	ErrWrongType             Error = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrNoAuth                Error = "NOAUTH Authentication required."
+	ErrHelloNoAuth           Error = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	ErrWrongPass             Error = "WRONGPASS invalid username-password pair or user is disabled."
+	ErrAuthNoPass            Error = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	ErrDBIndex               Error = "ERR DB index is out of range"
+	ErrNoProto               Error = "NOPROTO unsupported protocol version"
+	ErrProtoNotInt           Error = "ERR Protocol version is not an integer or out of range"
+	ErrMultiNested           Error = "ERR MULTI calls can not be nested"
+	ErrExecNoMulti           Error = "ERR EXEC without MULTI"
+	ErrDiscardNoMult         Error = "ERR DISCARD without MULTI"
+	ErrExecAbort             Error = "EXECABORT Transaction discarded because of previous errors."
+	ErrNotInMulti            Error = "ERR Command not allowed inside a transaction"
+	ErrNoSuchClient          Error = "ERR No such client"
+	ErrClientName            Error = "ERR Client names cannot contain spaces, newlines or special characters."
+	ErrClientID              Error = "ERR Invalid client ID"
+	ErrKillClientID          Error = "ERR client-id should be greater than 0"
+	ErrInvalidExpire         Error = "ERR invalid expire time in 'set' command"
+	ErrInvalidCursor         Error = "ERR invalid cursor"
+	ErrNoLFU                 Error = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	ErrKeyTooLong            Error = "ERR Protocol error: key too long"
+	ErrNeedManual            Error = "ERR DEBUG CLOCK needs the manual clock (--clock manual)"
+	ErrClockBack             Error = "ERR DEBUG CLOCK SET would move the clock backwards"
+	ErrClockValue            Error = "ERR DEBUG CLOCK invalid time or duration"
+	ErrMaxClients            Error = "ERR max number of clients reached"
+	ErrPersistOff            Error = "ERR persistence is disabled (--save-interval 0)"
+	ErrNoShutdown            Error = "ERR No shutdown in progress."
+	ErrBgsaveRunning         Error = "ERR Background save already in progress"
 	// ErrReadOnly is what a replica answers to a write.
 	ErrReadOnly Error = "READONLY You can't write against a read only replica."
 	// ErrNoReplicas is what a primary answers to a write while it has
@@ -424,4 +435,14 @@ func ErrACLFile(e *acl.FileError) Error {
 	}
 	b.WriteString("WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
 	return Error("ERR " + b.String())
+}
+
+// ErrTrackingPrefixOverlap is Redis's refusal of a BCAST prefix that
+// starts another or is started by it: one the connection has (existing)
+// or another given with it.
+func ErrTrackingPrefixOverlap(prefix, other string, existing bool) Error {
+	if existing {
+		return Error(fmt.Sprintf("ERR Prefix '%s' overlaps with an existing prefix '%s'. Prefixes for a single client must not overlap.", prefix, other))
+	}
+	return Error(fmt.Sprintf("ERR Prefix '%s' overlaps with another provided prefix '%s'. Prefixes for a single client must not overlap.", prefix, other))
 }

@@ -61,6 +61,15 @@ type Session struct {
 	// reply (TakePark).
 	park func(gone <-chan struct{}) func(Writer)
 
+	// tracking is the connection's client-side caching mode (CLIENT
+	// TRACKING, tracking.go), under mu: invalidations sent from other
+	// connections read it. trackingOn mirrors tracking.On for the
+	// dispatcher. caching: CLIENT CACHING was given for the next
+	// command (or transaction).
+	tracking   Tracking
+	trackingOn atomic.Bool
+	caching    bool
+
 	// all holds an RL.ALL call's limits, results and the records of its
 	// decisions, reused from call to call (all.go).
 	all allScratch
@@ -71,7 +80,7 @@ type Session struct {
 	subs, psubs   map[string]struct{}
 	nsubs, npsubs atomic.Int32 // all of them, and the patterns
 
-	mu      sync.Mutex // guards name, libName, libVer
+	mu      sync.Mutex // guards name, libName, libVer, tracking
 	name    string
 	libName string
 	libVer  string

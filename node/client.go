@@ -55,6 +55,11 @@ type Client struct {
 	// it to write as soon as it can: what other connections publish.
 	// Safe for concurrent use.
 	deliver func(*Message)
+	// trackWrites is a write command's tracked keys before it ran
+	// (tracking.go), reused from command to command; trackPending is
+	// what its changes told this connection, written after its reply.
+	trackWrites  []trackedWrite
+	trackPending []*Message
 }
 
 // SetDeliver sets how messages published by other connections reach
@@ -140,6 +145,9 @@ func isLoopback(addr string) bool {
 // Call it from the connection's goroutine.
 func (n *Node) RemoveClient(c *Client) {
 	c.UnsubscribeAll(n)
+	if c.TrackingOn() {
+		n.Track(c.Session, commands.Tracking{})
+	}
 	n.clientsMu.Lock()
 	delete(n.clients, c.ID)
 	n.clientsMu.Unlock()

@@ -567,6 +567,15 @@ func (n *Node) ConfigParams() []commands.ConfigParam {
 				n.acllog.setMaxLen(k)
 				return nil
 			}},
+		{Name: "tracking-table-max-keys", Get: func() string { return strconv.FormatInt(n.track.maxKeys.Load(), 10) },
+			Set: func(v string) error {
+				k, err := configInt(v, 0, math.MaxInt64)
+				if err != nil {
+					return err
+				}
+				n.track.maxKeys.Store(k)
+				return nil
+			}},
 		{Name: "latency-monitor-threshold", Get: func() string { return strconv.FormatInt(n.lat.threshold.Load(), 10) },
 			Set: func(v string) error {
 				k, err := configInt(v, 0, math.MaxInt64)

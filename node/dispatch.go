@@ -63,6 +63,16 @@ func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) (held chan stru
 	if len(args) == 0 {
 		return nil
 	}
+	if c.Caching() {
+		// CLIENT CACHING holds for the next command, or the next
+		// transaction: it ends after any command but CLIENT's outside
+		// MULTI, as Redis's resetClient ends it.
+		defer func() {
+			if !c.InMulti() && !ascii.EqualFold(args[0], "client") {
+				c.EndCaching()
+			}
+		}()
+	}
 	d := n.dispatch.cell(c.stripe)
 	d[nCommands].Add(1)
 	cmd, err := n.resolve(c, args)
@@ -169,6 +179,7 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 			f()
 		}
 		c.afterExec = nil
+		c.writePendingTracking(w) // after EXEC's reply, as Redis sends them
 	}()
 	n.engine.Atomic(func(st engine.Store) {
 		var buf []byte
@@ -305,7 +316,22 @@ func (n *Node) nowAt(m int64) int64 {
 func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.Writer, now int64, st engine.Store) {
 	x := &c.ctx
 	*x = commands.Ctx{N: n, C: c.Session, W: w, Args: args, Now: now, Store: st}
+	tracking := n.track.clients.Load() > 0 // client-side caching (tracking.go)
+	if tracking {
+		switch {
+		case cmd.Has(commands.FlagReadOnly) && (cmd.FirstKey > 0 || cmd.NextKey != nil) && c.Remembers():
+			n.remember(c, cmd, args)
+		case cmd.Has(commands.FlagWrite):
+			n.beforeWrite(c, cmd, args, now, st)
+		}
+	}
 	cmd.Run(x)
+	if tracking && cmd.Has(commands.FlagWrite) {
+		n.afterWrite(c, cmd, args, now, st, x.Failed())
+	}
+	if len(c.trackPending) > 0 && !c.inExec {
+		c.writePendingTracking(w)
+	}
 	end := clock.Mono()
 	cs := n.perCmd[cmd.Index].cell(c.stripe)
 	cs[nCalls].Add(1)

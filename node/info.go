@@ -124,6 +124,7 @@ func (n *Node) infoClients(f *infoFields, _ int64, _ engine.Store) {
 	f.line("connected_clients", n.connectedClients())
 	f.line("maxclients", n.maxClients.Load())
 	f.line("blocked_clients", n.blocked.Load())
+	f.line("tracking_clients", n.track.clients.Load())
 }
 
 func (n *Node) infoMemory(f *infoFields, _ int64, st engine.Store) {
@@ -211,6 +212,10 @@ func (n *Node) infoStats(f *infoFields, _ int64, _ engine.Store) {
 	f.line("acl_access_denied_cmd", st.aclDenied[reasonCommand].Load())
 	f.line("acl_access_denied_key", st.aclDenied[reasonKey].Load())
 	f.line("acl_access_denied_channel", st.aclDenied[reasonChannel].Load())
+	keys, items, prefixes := n.trackingStats()
+	f.line("tracking_total_keys", keys)
+	f.line("tracking_total_items", items)
+	f.line("tracking_total_prefixes", prefixes)
 }
 
 func (n *Node) infoReplication(f *infoFields, _ int64, _ engine.Store) {

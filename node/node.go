@@ -70,7 +70,8 @@ type Node struct {
 	// WAITs (INFO clients' blocked_clients, as Redis counts both).
 	blocked atomic.Int64
 
-	ps        pubsub // who listens to which channels and patterns
+	ps        pubsub   // who listens to which channels and patterns
+	track     tracking // client-side caching: the keys tracking connections read
 	clientsMu sync.Mutex
 	clients   map[int64]*Client
 	nextID    atomic.Int64
@@ -167,6 +168,7 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 	n.requirePass.Store(&pass)
 	n.initUsers(pass)
 	n.maxClients.Store(int64(cfg.MaxClients))
+	n.track.maxKeys.Store(defaultTrackingMaxKeys)
 	n.protectedMode.Store(!cfg.ProtectedModeOff)
 	ol := cfg.OutputLimit
 	n.outputLimit.Store(&ol)

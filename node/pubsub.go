@@ -68,6 +68,35 @@ type Message struct {
 	Pattern []byte // the pattern that matched; nil for a channel listener
 	Channel []byte
 	Payload []byte
+	// Invalidate makes it a client-side caching message instead
+	// (tracking.go): Keys changed, or, for nil, every key.
+	Invalidate bool
+	Keys       [][]byte
+	// RedirBroken, when not 0, makes it RESP3's tracking-redir-broken
+	// push: the client ID a tracking connection redirected to is gone.
+	RedirBroken int64
+}
+
+// WriteTo writes m in w's protocol.
+func (m *Message) WriteTo(w commands.Writer) {
+	switch {
+	case m.RedirBroken != 0:
+		commands.WriteRedirectBroken(w, m.RedirBroken)
+	case m.Invalidate:
+		commands.WriteInvalidation(w, w.Proto(), m.Keys)
+	default:
+		commands.WriteMessage(w, m.Pattern, m.Channel, m.Payload)
+	}
+}
+
+// Size is about how many bytes m takes on the wire, for the output limit
+// of a connection that does not read its messages.
+func (m *Message) Size() int {
+	n := len(m.Pattern) + len(m.Channel) + len(m.Payload)
+	for _, k := range m.Keys {
+		n += len(k)
+	}
+	return n
 }
 
 // Publish delivers message on channel to every listener, by channel and

@@ -235,7 +235,7 @@ func (l *loop) post(p posted) {
 
 // deliver queues a published message for lc.
 func (l *loop) deliver(lc *lconn, m *node.Message) {
-	l.post(posted{lc: lc, write: func(w commands.Writer) { commands.WriteMessage(w, m.Pattern, m.Channel, m.Payload) }})
+	l.post(posted{lc: lc, write: m.WriteTo})
 }
 
 // park runs wait, a command's deferred reply, on a goroutine of its own;

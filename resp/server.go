@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/internal/ascii"
 	"github.com/rlserver/rlserver/node"
 )
@@ -204,7 +203,7 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 	c.SetDeliver(func(m *node.Message) {
 		qmu.Lock()
 		queue = append(queue, m)
-		qbytes += len(m.Channel) + len(m.Payload) + len(m.Pattern)
+		qbytes += m.Size()
 		over := qbytes > limit
 		qmu.Unlock()
 		if over {
@@ -232,7 +231,7 @@ func Serve(srv *node.Node, c *node.Client, rw io.ReadWriter, beforeRead func()) 
 			qmu.Unlock()
 			mw.Reset()
 			for _, m := range ms {
-				commands.WriteMessage(mw, m.Pattern, m.Channel, m.Payload)
+				m.WriteTo(mw)
 			}
 			wmu.Lock()
 			_, err := rw.Write(mw.Bytes())

@@ -151,6 +151,7 @@ func TestConfigSetAsRedis(t *testing.T) {
 		{name: "slowlog-log-slower-than"},
 		{name: "slowlog-max-len"},
 		{name: "latency-monitor-threshold"},
+		{name: "tracking-table-max-keys"},
 		// rlserver's sizes stop at int64 and take no empty value.
 		{name: "maxmemory", skip: []string{"", "9223372036854775808", "99999999999999999999"}},
 		// rlserver also takes slog's names of the levels.

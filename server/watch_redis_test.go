@@ -142,9 +142,10 @@ func TestKeyAccessAsRedis(t *testing.T) {
 
 // TestClientTrackingAsRedis: the CLIENT subcommands about blocking and
 // client-side caching answer as Redis 7.0's does for a connection that is
-// neither blocked nor tracking, which is every connection here: UNBLOCK
-// unblocks nobody, once its arguments are checked in Redis's order,
+// neither blocked nor tracking: UNBLOCK unblocks nobody (no command
+// blocks here), once its arguments are checked in Redis's order,
 // GETREDIR has no redirection, TRACKINGINFO says off (RESP2 and RESP3).
+// Tracking on is TestTrackingAsRedis's.
 func TestClientTrackingAsRedis(t *testing.T) {
 	rd := startRedis(t, rltest.Tool(t, "redis-server"))
 	p := startRepl(t)

@@ -1,0 +1,376 @@
+package node
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Client-side caching (CLIENT TRACKING; the commands' side is in
+// commands/tracking.go): the keys tracking connections read, and the
+// invalidations sent when they change.
+//
+// A connection in the default mode has the keys of each read-only
+// command it runs remembered, before the command reads them; a write
+// command's keys are looked up after it has written. So a write either
+// finds the reader's key (and invalidates it) or came before the read
+// (which then saw it): no write between the two goes untold, on any
+// event loop. A key is forgotten once its invalidation is sent, as in
+// Redis: the connection remembers it again when it reads it again.
+//
+// A BCAST connection is told of every change to a key under its
+// prefixes, one message per prefix and command. A change is what
+// engine.Store.State tells apart (kind, deadline, state), as for WATCH:
+// a write that leaves a key as it was (a refused limiter call, a DEL of
+// no key) sends nothing, as in Redis.
+
+// tracking is the node's table of tracked keys.
+type tracking struct {
+	// clients is how many connections have tracking on: while 0, a
+	// command costs one load of it and nothing more.
+	clients atomic.Int32
+	// maxKeys is tracking-table-max-keys: past it, the keys read first
+	// are invalidated and forgotten (0: no limit).
+	maxKeys atomic.Int64
+
+	mu sync.Mutex
+	// keys maps a key read to the IDs of the connections that read it,
+	// in the default mode; items counts the pairs.
+	keys  map[string]map[int64]struct{}
+	items int
+	// prefixes maps a BCAST prefix to the IDs of its connections.
+	prefixes map[string]map[int64]struct{}
+}
+
+// defaultTrackingMaxKeys is Redis's tracking-table-max-keys.
+const defaultTrackingMaxKeys = 1_000_000
+
+// ClientExists reports whether a connection has the client ID id
+// (commands.Node).
+func (n *Node) ClientExists(id int64) bool {
+	n.clientsMu.Lock()
+	defer n.clientsMu.Unlock()
+	c := n.clients[id]
+	return c != nil && !c.Killed()
+}
+
+// client is the client with ID id, nil if none.
+func (n *Node) client(id int64) *Client {
+	n.clientsMu.Lock()
+	defer n.clientsMu.Unlock()
+	return n.clients[id]
+}
+
+// Track sets s's client-side caching mode (commands.Node): t, or off for
+// the zero Tracking. BCAST's prefixes are registered here; the keys of
+// the default mode as the connection reads them.
+func (n *Node) Track(s *commands.Session, t commands.Tracking) {
+	tr := &n.track
+	tr.mu.Lock()
+	was := s.Tracking()
+	if was.On && was.BCast {
+		for _, p := range was.Prefixes {
+			if ids := tr.prefixes[p]; ids != nil {
+				delete(ids, s.ID)
+				if len(ids) == 0 {
+					delete(tr.prefixes, p)
+				}
+			}
+		}
+	}
+	if t.On && t.BCast {
+		if tr.prefixes == nil {
+			tr.prefixes = map[string]map[int64]struct{}{}
+		}
+		for _, p := range t.Prefixes {
+			if tr.prefixes[p] == nil {
+				tr.prefixes[p] = map[int64]struct{}{}
+			}
+			tr.prefixes[p][s.ID] = struct{}{}
+		}
+	}
+	switch {
+	case t.On && !was.On:
+		tr.clients.Add(1)
+	case !t.On && was.On:
+		tr.clients.Add(-1)
+	}
+	s.SetTracking(t)
+	tr.mu.Unlock()
+}
+
+// remember records the keys of a read-only command c runs, if c tracks
+// them (commands.Session.Remembers). Called before the command reads.
+func (n *Node) remember(c *Client, cmd *commands.Command, args [][]byte) {
+	tr := &n.track
+	tr.mu.Lock()
+	if tr.keys == nil {
+		tr.keys = map[string]map[int64]struct{}{}
+	}
+	cmd.KeyPositions(args, func(i int) {
+		ids := tr.keys[string(args[i])]
+		if ids == nil {
+			ids = map[int64]struct{}{}
+			tr.keys[string(args[i])] = ids
+		}
+		if _, ok := ids[c.ID]; !ok {
+			ids[c.ID] = struct{}{}
+			tr.items++
+		}
+	})
+	var evicted []string
+	if max := tr.maxKeys.Load(); max > 0 {
+		for k := range tr.keys {
+			if int64(len(tr.keys)-len(evicted)) <= max {
+				break
+			}
+			evicted = append(evicted, k)
+		}
+	}
+	tr.mu.Unlock()
+	for _, k := range evicted { // as if changed: their readers drop them
+		n.invalidate(nil, [][]byte{[]byte(k)})
+	}
+}
+
+// trackedWrite is what a write command's keys held before it ran, for
+// the keys someone tracked then: the argument's index, the state
+// (engine.Store.State), whether it was there.
+type trackedWrite struct {
+	arg   int
+	state []byte
+	found bool
+}
+
+// tracked reports whether a change to key must be told: a connection
+// read it, or a BCAST prefix starts it. Call with tr.mu held.
+func (tr *tracking) tracked(key []byte) bool {
+	if tr.keys[string(key)] != nil {
+		return true
+	}
+	for p := range tr.prefixes {
+		if bytes.HasPrefix(key, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// beforeWrite keeps, in c's scratch, the states of the keys of a write
+// command that someone tracks now, for afterWrite to compare.
+func (n *Node) beforeWrite(c *Client, cmd *commands.Command, args [][]byte, now int64, st engine.Store) {
+	c.trackWrites = c.trackWrites[:0]
+	tr := &n.track
+	tr.mu.Lock()
+	cmd.KeyPositions(args, func(i int) {
+		if tr.tracked(args[i]) {
+			c.trackWrites = append(c.trackWrites, trackedWrite{arg: i})
+		}
+	})
+	tr.mu.Unlock()
+	for j := range c.trackWrites {
+		tw := &c.trackWrites[j]
+		tw.state, tw.found = st.State(args[tw.arg], now, tw.state[:0])
+	}
+}
+
+// afterWrite invalidates the keys a write command changed: those
+// tracked before it ran whose state is no longer what it was, and those
+// tracked since (a read registered meanwhile, on another event loop),
+// whatever they hold. A keyless write (FLUSHALL) changed every key.
+func (n *Node) afterWrite(c *Client, cmd *commands.Command, args [][]byte, now int64, st engine.Store, failed bool) {
+	if cmd.FirstKey <= 0 && cmd.NextKey == nil {
+		if !failed {
+			n.flushTracking(c)
+		}
+		return
+	}
+	var changed [][]byte
+	var buf []byte
+	j := 0
+	tr := &n.track
+	cmd.KeyPositions(args, func(i int) {
+		if j < len(c.trackWrites) && c.trackWrites[j].arg == i {
+			tw := &c.trackWrites[j]
+			j++
+			var found bool
+			buf, found = st.State(args[i], now, buf[:0])
+			if found != tw.found || !bytes.Equal(buf, tw.state) {
+				changed = append(changed, args[i])
+			}
+			return
+		}
+		tr.mu.Lock()
+		t := tr.tracked(args[i])
+		tr.mu.Unlock()
+		if t {
+			changed = append(changed, args[i])
+		}
+	})
+	if len(changed) > 0 {
+		n.invalidate(c, changed)
+	}
+}
+
+// invalidate tells the connections tracking keys that they changed, by
+// c (nil: by no connection, an eviction from the table): the default
+// mode's readers, which forget the keys, and the BCAST connections whose
+// prefixes start them, one message per prefix.
+func (n *Node) invalidate(c *Client, keys [][]byte) {
+	type send struct {
+		id   int64
+		keys [][]byte
+		bc   bool
+	}
+	var sends []send
+	tr := &n.track
+	tr.mu.Lock()
+	// In Redis's order: each key's readers as the key is changed, then,
+	// before the event loop sleeps, each prefix's connections.
+	for _, k := range keys {
+		ids := tr.keys[string(k)]
+		if ids == nil {
+			continue
+		}
+		delete(tr.keys, string(k))
+		tr.items -= len(ids)
+		for _, id := range sortedIDs(ids) {
+			sends = append(sends, send{id: id, keys: [][]byte{k}})
+		}
+	}
+	if len(tr.prefixes) > 0 {
+		ps := make([]string, 0, len(tr.prefixes))
+		for p := range tr.prefixes {
+			ps = append(ps, p)
+		}
+		slices.Sort(ps)
+		for _, p := range ps {
+			var under [][]byte
+			for _, k := range keys {
+				if strings.HasPrefix(string(k), p) {
+					under = append(under, k)
+				}
+			}
+			if len(under) == 0 {
+				continue
+			}
+			for _, id := range sortedIDs(tr.prefixes[p]) {
+				sends = append(sends, send{id: id, keys: under, bc: true})
+			}
+		}
+	}
+	tr.mu.Unlock()
+	for _, s := range sends {
+		target := n.client(s.id)
+		if target == nil || target.Killed() {
+			continue
+		}
+		t := target.Tracking()
+		if !t.On || t.BCast != s.bc || t.NoLoop && target == c {
+			continue // tracking off or changed since the key was read; or the connection's own change
+		}
+		n.sendTracking(c, target, t, s.keys, false)
+	}
+}
+
+// sortedIDs is a set of client IDs in ascending order.
+func sortedIDs(ids map[int64]struct{}) []int64 {
+	out := make([]int64, 0, len(ids))
+	for id := range ids {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// flushTracking tells every tracking connection that every key changed
+// (FLUSHALL, by c), and forgets the keys read.
+func (n *Node) flushTracking(c *Client) {
+	tr := &n.track
+	tr.mu.Lock()
+	tr.keys, tr.items = nil, 0
+	tr.mu.Unlock()
+	n.clientsMu.Lock()
+	var targets []*Client
+	for _, t := range n.clients {
+		if t.TrackingOn() && !t.Killed() {
+			targets = append(targets, t)
+		}
+	}
+	n.clientsMu.Unlock()
+	slices.SortFunc(targets, func(a, b *Client) int { return int(a.ID - b.ID) })
+	for _, t := range targets {
+		n.sendTracking(c, t, t.Tracking(), nil, true)
+	}
+}
+
+// sendTracking sends target (tracking as t) an invalidation of keys, or
+// of every key for flush, on its own connection (RESP3) or on its
+// redirect's: a push in RESP3, a message on __redis__:invalidate to a
+// RESP2 redirect that subscribed to anything. RESP2 without a redirect
+// gets nothing, as in Redis. A redirect whose client has gone is marked
+// broken, and a RESP3 target told so. What goes to c, the connection
+// whose command changed the keys, follows that command's reply
+// (pendingTracking).
+func (n *Node) sendTracking(c, target *Client, t commands.Tracking, keys [][]byte, flush bool) {
+	dest, redirected := target, false
+	if t.Redirect != 0 {
+		dest = n.client(t.Redirect)
+		if dest == nil || dest.Killed() {
+			target.BreakRedirect()
+			if target.Proto() >= 3 {
+				n.deliverTo(c, target, &Message{RedirBroken: t.Redirect})
+			}
+			return
+		}
+		redirected = true
+	}
+	if dest.Proto() < 3 {
+		if ch, pat := dest.Subscriptions(); !redirected || ch+pat == 0 {
+			return
+		}
+	}
+	m := &Message{Invalidate: true}
+	if !flush {
+		m.Keys = make([][]byte, len(keys))
+		for i, k := range keys {
+			m.Keys[i] = bytes.Clone(k)
+		}
+	}
+	n.deliverTo(c, dest, m)
+}
+
+// deliverTo queues m for dest; for c itself (the connection whose
+// command is running), after the command's reply.
+func (n *Node) deliverTo(c, dest *Client, m *Message) {
+	switch {
+	case dest == c:
+		c.trackPending = append(c.trackPending, m)
+	case dest.deliver != nil:
+		dest.deliver(m)
+	}
+}
+
+// writePendingTracking writes, after a command's reply (after EXEC's,
+// for its commands), what its changes told its own connection.
+func (c *Client) writePendingTracking(w commands.Writer) {
+	for _, m := range c.trackPending {
+		m.WriteTo(w)
+	}
+	clear(c.trackPending)
+	c.trackPending = c.trackPending[:0]
+}
+
+// trackingStats is INFO's tracking_total_keys, tracking_total_items and
+// tracking_total_prefixes.
+func (n *Node) trackingStats() (keys, items, prefixes int) {
+	tr := &n.track
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.keys), tr.items, len(tr.prefixes)
+}
