@@ -35,6 +35,24 @@ type Engine struct {
 	cut sync.RWMutex
 	// tokenHigh is the highest lease token issued (lease.go).
 	tokenHigh atomic.Int64
+	// changed, when set (OnChange), is told of the keys that change
+	// other than by a decision or a Store write.
+	changed atomic.Pointer[func(key []byte)]
+}
+
+// OnChange has f told of each key that changes other than by a decision
+// or a Store write: expired (by the sweep), evicted (by maxmemory), or
+// applied from a record (a replica's stream, a cluster's move). f may run
+// under the key's shard lock, with key valid only during the call: it
+// must copy what it keeps and must not call the engine. nil stops it.
+// (The node's client-side caching tells the connections that read such
+// a key.)
+func (e *Engine) OnChange(f func(key []byte)) {
+	if f == nil {
+		e.changed.Store(nil)
+		return
+	}
+	e.changed.Store(&f)
 }
 
 // MaxShards bounds the shard count: a SCAN cursor holds a shard index above

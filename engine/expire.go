@@ -71,6 +71,9 @@ func (e *Engine) SweepCounting(now int64, onExpired func(n int)) SweepStats {
 					live++
 					scannedBytes += p.end - off
 					if !p.e.alive(now) {
+						if f := e.changed.Load(); f != nil {
+							(*f)(p.key)
+						}
 						s.droppedLocked(p.e)
 						s.removeLocked(off, tagOf(s.hash(p.key)))
 						expired++

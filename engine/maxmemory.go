@@ -62,7 +62,7 @@ func (st Store) roomLocked(s *shard, now int64) error {
 	if EvictPolicy(st.e.mem.policy.Load()) == NoEviction {
 		return ErrOOM
 	}
-	if s.evictLocked(now) {
+	if s.evictLocked(now, st.e.changed.Load()) {
 		st.e.mem.evicted.Add(1)
 	}
 	return nil
@@ -82,7 +82,7 @@ func (st Store) full() bool {
 // with reservations in line: new calls would act before them, and more
 // than the limit would act in their window. It reports whether it
 // removed one.
-func (s *shard) evictLocked(now int64) bool {
+func (s *shard) evictLocked(now int64, changed *func(key []byte)) bool {
 	if len(s.data) == 0 {
 		return false
 	}
@@ -119,6 +119,9 @@ func (s *shard) evictLocked(now int64) bool {
 		return false
 	}
 	p := parseRecord(s.data, best)
+	if changed != nil {
+		(*changed)(p.key)
+	}
 	s.removeLocked(best, tagOf(s.hash(p.key)))
 	return true
 }

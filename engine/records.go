@@ -199,6 +199,9 @@ func storedForm(r *Record, now int64, dst []byte) (entry, []byte) {
 // key when en is zero (KindNone). quiet marks nothing for the feeds
 // (Restore). It reports whether the key is held afterwards.
 func (e *Engine) put(key []byte, en entry, runs []byte, quiet bool) bool {
+	if f := e.changed.Load(); f != nil && !quiet {
+		defer (*f)(key) // once the shard is unlocked
+	}
 	s, h := e.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -169,6 +169,7 @@ func New(cfg Config, e *engine.Engine, clk clock.Clock, o Options) *Node {
 	n.initUsers(pass)
 	n.maxClients.Store(int64(cfg.MaxClients))
 	n.track.maxKeys.Store(defaultTrackingMaxKeys)
+	n.track.wake = make(chan struct{}, 1)
 	n.protectedMode.Store(!cfg.ProtectedModeOff)
 	ol := cfg.OutputLimit
 	n.outputLimit.Store(&ol)

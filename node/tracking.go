@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,55 @@ type tracking struct {
 	items int
 	// prefixes maps a BCAST prefix to the IDs of its connections.
 	prefixes map[string]map[int64]struct{}
+
+	// changes are the keys the engine changed on its own while a
+	// connection tracked (engine.OnChange: expired, evicted, applied
+	// from a primary), copied, for RunTracking; wake tells it.
+	chMu    sync.Mutex
+	changes [][]byte
+	wake    chan struct{}
+}
+
+// changed is the engine's OnChange while a connection tracks: it keeps a
+// copy of key and wakes RunTracking. It runs under a shard lock.
+func (tr *tracking) changed(key []byte) {
+	tr.mu.Lock() // never held while a shard lock is taken
+	t := tr.tracked(key)
+	tr.mu.Unlock()
+	if !t {
+		return
+	}
+	tr.chMu.Lock()
+	first := len(tr.changes) == 0
+	tr.changes = append(tr.changes, bytes.Clone(key))
+	tr.chMu.Unlock()
+	if first {
+		select {
+		case tr.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// RunTracking sends, until ctx is done, the invalidations of the keys the
+// engine changed on its own (tracking.changed), as they come.
+func (n *Node) RunTracking(ctx context.Context) {
+	tr := &n.track
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tr.wake:
+		}
+		tr.chMu.Lock()
+		keys := tr.changes
+		tr.changes = nil
+		tr.chMu.Unlock()
+		for len(keys) > 0 { // a key at a time, as Redis signals each
+			n.invalidate(nil, keys[:1])
+			keys = keys[1:]
+		}
+	}
 }
 
 // defaultTrackingMaxKeys is Redis's tracking-table-max-keys.
@@ -96,9 +146,13 @@ func (n *Node) Track(s *commands.Session, t commands.Tracking) {
 	}
 	switch {
 	case t.On && !was.On:
-		tr.clients.Add(1)
+		if tr.clients.Add(1) == 1 {
+			n.engine.OnChange(tr.changed)
+		}
 	case !t.On && was.On:
-		tr.clients.Add(-1)
+		if tr.clients.Add(-1) == 0 {
+			n.engine.OnChange(nil)
+		}
 	}
 	s.SetTracking(t)
 	tr.mu.Unlock()

@@ -323,6 +323,8 @@ func Start(opts Options) (*Server, error) {
 	go func() { defer s.wg.Done(); nd.RunExpiry(ctx, interval) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); nd.RunMaxMemory(ctx, 10*time.Millisecond) }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); nd.RunTracking(ctx) }()
 	if snap != nil {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); snap.Run(ctx, cfg.SaveInterval) }()
