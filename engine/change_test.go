@@ -10,14 +10,21 @@ import (
 // keys that change other than by a decision or a Store write (those the
 // node sees itself): a record applied (a replica's stream), a key the
 // sweep expires, one maxmemory evicts; not of decisions, Store writes,
-// or a restored record (a snapshot's load); and of nothing once removed.
+// or a restored record (a snapshot's load); a flush as a nil key; and
+// nothing once removed.
 func TestOnChangeTellsWhatNoCallChanged(t *testing.T) {
 	e := New(1)
 	e.SetEvictPolicy(VolatileTTL)
 	st := e.Store()
 	now := int64(1_700_000_000) * int64(time.Second)
 	var got []string
-	e.OnChange(func(k []byte) { got = append(got, string(k)) })
+	e.OnChange(func(k []byte) {
+		if k == nil {
+			got = append(got, "(flush)")
+			return
+		}
+		got = append(got, string(k))
+	})
 	tell := func(what string, want ...string) {
 		t.Helper()
 		if !slices.Equal(got, want) {
@@ -60,6 +67,9 @@ func TestOnChangeTellsWhatNoCallChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	tell("an eviction", "t20")
+	e.SetFull(false)
+	st.Flush()
+	tell("a flush", "(flush)")
 
 	e.OnChange(nil)
 	e.Apply(Record{Key: "applied2", Kind: KindFixed, Deadline: now + int64(time.Hour), A: 1, B: now}, now)

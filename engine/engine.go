@@ -42,7 +42,8 @@ type Engine struct {
 
 // OnChange has f told of each key that changes other than by a decision
 // or a Store write: expired (by the sweep), evicted (by maxmemory), or
-// applied from a record (a replica's stream, a cluster's move). f may run
+// applied from a record (a replica's stream, a cluster's move); and of a
+// Flush, with a nil key, whoever flushed (FLUSHALL too). f may run
 // under the key's shard lock, with key valid only during the call: it
 // must copy what it keeps and must not call the engine. nil stops it.
 // (The node's client-side caching tells the connections that read such

@@ -124,8 +124,11 @@ func (st Store) Memory() MemoryStats {
 	return m
 }
 
-// Flush removes every key.
+// Flush removes every key, and tells OnChange's function so (a nil key).
 func (st Store) Flush() {
+	if f := st.e.changed.Load(); f != nil {
+		defer (*f)(nil) // once the shards are unlocked
+	}
 	if !st.held {
 		st.e.cut.RLock()
 		defer st.e.cut.RUnlock()

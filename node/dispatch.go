@@ -327,7 +327,7 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 	}
 	cmd.Run(x)
 	if tracking && cmd.Has(commands.FlagWrite) {
-		n.afterWrite(c, cmd, args, now, st, x.Failed())
+		n.afterWrite(c, cmd, args, now, st)
 	}
 	if len(c.trackPending) > 0 && !c.inExec {
 		c.writePendingTracking(w)

@@ -58,15 +58,18 @@ type tracking struct {
 // changed is the engine's OnChange while a connection tracks: it keeps a
 // copy of key and wakes RunTracking. It runs under a shard lock.
 func (tr *tracking) changed(key []byte) {
-	tr.mu.Lock() // never held while a shard lock is taken
-	t := tr.tracked(key)
-	tr.mu.Unlock()
-	if !t {
-		return
+	if key != nil { // nil: a flush, kept as nil
+		tr.mu.Lock() // never held while a shard lock is taken
+		t := tr.tracked(key)
+		tr.mu.Unlock()
+		if !t {
+			return
+		}
+		key = bytes.Clone(key)
 	}
 	tr.chMu.Lock()
 	first := len(tr.changes) == 0
-	tr.changes = append(tr.changes, bytes.Clone(key))
+	tr.changes = append(tr.changes, key)
 	tr.chMu.Unlock()
 	if first {
 		select {
@@ -86,14 +89,26 @@ func (n *Node) RunTracking(ctx context.Context) {
 			return
 		case <-tr.wake:
 		}
-		tr.chMu.Lock()
-		keys := tr.changes
-		tr.changes = nil
-		tr.chMu.Unlock()
-		for len(keys) > 0 { // a key at a time, as Redis signals each
-			n.invalidate(nil, keys[:1])
-			keys = keys[1:]
+		n.drainChanges(nil)
+	}
+}
+
+// drainChanges sends the invalidations of the engine's changes not yet
+// sent, in order: a key at a time, as Redis signals each, and a flush to
+// every tracking connection. c is the connection whose command made them
+// (a FLUSHALL), nil for none.
+func (n *Node) drainChanges(c *Client) {
+	tr := &n.track
+	tr.chMu.Lock()
+	keys := tr.changes
+	tr.changes = nil
+	tr.chMu.Unlock()
+	for _, k := range keys {
+		if k == nil {
+			n.flushTracking(c)
+			continue
 		}
+		n.invalidate(nil, [][]byte{k})
 	}
 }
 
@@ -236,12 +251,12 @@ func (n *Node) beforeWrite(c *Client, cmd *commands.Command, args [][]byte, now 
 // afterWrite invalidates the keys a write command changed: those
 // tracked before it ran whose state is no longer what it was, and those
 // tracked since (a read registered meanwhile, on another event loop),
-// whatever they hold. A keyless write (FLUSHALL) changed every key.
-func (n *Node) afterWrite(c *Client, cmd *commands.Command, args [][]byte, now int64, st engine.Store, failed bool) {
+// whatever they hold. A keyless write (FLUSHALL) told the engine's
+// OnChange of its flush: it is sent now, after the command's reply, unless
+// RunTracking has already sent it.
+func (n *Node) afterWrite(c *Client, cmd *commands.Command, args [][]byte, now int64, st engine.Store) {
 	if cmd.FirstKey <= 0 && cmd.NextKey == nil {
-		if !failed {
-			n.flushTracking(c)
-		}
+		n.drainChanges(c)
 		return
 	}
 	var changed [][]byte

@@ -53,9 +53,15 @@ type loop struct {
 	events []syscall.EpollEvent
 	round  []*lconn // connections with replies to write this round
 	// posted is what other goroutines left for the loop's connections:
-	// published messages and parked commands' replies (guarded by mu).
-	posted []posted
-	keys   [][]byte // scratch: the keys of a batch to prefetch
+	// published messages, invalidations and parked commands' replies
+	// (guarded by mu). hasPosted is whether it holds any, read without
+	// the lock before each connection's input is served: what was posted
+	// for a connection before it sent a command comes before that
+	// command's reply, whatever order epoll reports the wake-up and the
+	// input in.
+	posted    []posted
+	hasPosted atomic.Bool
+	keys      [][]byte // scratch: the keys of a batch to prefetch
 	// first is the server's first loop, the one a watch is on (Watch):
 	// the others serve its watch too before their clients' reads
 	// (catchUp).
@@ -227,6 +233,7 @@ func (l *loop) post(p posted) {
 	l.mu.Lock()
 	first := len(l.posted) == 0
 	l.posted = append(l.posted, p)
+	l.hasPosted.Store(true)
 	l.mu.Unlock()
 	if first { // a wake-up is already pending otherwise
 		l.wakeUp()
@@ -258,6 +265,7 @@ func (l *loop) resume() {
 	l.mu.Lock()
 	list := l.posted
 	l.posted = nil
+	l.hasPosted.Store(false)
 	l.mu.Unlock()
 	limit := l.s.node.Limits().MaxOutput
 	for _, p := range list {
@@ -605,6 +613,9 @@ func (l *loop) run() {
 			l.mu.Unlock()
 			if lc == nil {
 				continue
+			}
+			if l.hasPosted.Load() {
+				l.resume()
 			}
 			l.handle(lc, ev.Events)
 		}

@@ -77,7 +77,7 @@ func TestTrackingLimiterKeys(t *testing.T) {
 
 // TestTrackingOnAReplica: a connection tracking on a replica is told when
 // the primary's stream changes a key it read there: a charge on the
-// primary, and the key's deletion.
+// primary, the key's deletion, and a FLUSHALL (every key).
 func TestTrackingOnAReplica(t *testing.T) {
 	p, rep := startRepl(t), startRepl(t)
 	follow(t, rep, p)
@@ -101,4 +101,12 @@ func TestTrackingOnAReplica(t *testing.T) {
 		require.Equal(t, []string{`>["invalidate" ["f"]]`}, got, write[0])
 		r.Do("EXISTS", "f") // tracked again
 	}
+	// The primary's FLUSHALL flushes the replica: every key changed.
+	require.Equal(t, "+OK", p.c.Do("FLUSHALL"))
+	var got []string
+	rltest.WaitFor(t, 10*time.Second, "the flush's invalidation", func() (bool, string) {
+		got = append(got, pushes(t, r)...)
+		return len(got) > 0, strings.Join(got, " ")
+	})
+	require.Equal(t, []string{`>["invalidate" (nil)]`}, got)
 }
