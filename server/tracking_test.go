@@ -110,3 +110,28 @@ func TestTrackingOnAReplica(t *testing.T) {
 	})
 	require.Equal(t, []string{`>["invalidate" (nil)]`}, got)
 }
+
+// TestTrackingTableMaxKeys: past tracking-table-max-keys, keys read are
+// told as changed and forgotten, so the table holds at most that many;
+// INFO counts the keys, the (key, reader) pairs and the prefixes.
+func TestTrackingTableMaxKeys(t *testing.T) {
+	s := testserver.Start(t)
+	r, r2 := rltest.Dial(t, s.Addr.String()), rltest.Dial(t, s.Addr.String())
+	r.Do("HELLO", "3")
+	require.Equal(t, "+OK", r.Do("CONFIG", "SET", "tracking-table-max-keys", "2"))
+	require.Equal(t, "+OK", r.Do("CLIENT", "TRACKING", "ON"))
+	require.Equal(t, "+OK", r2.Do("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a", "PREFIX", "b"))
+	r.Do("EXISTS", "k1", "k2")
+	r2.Do("GET", "k1") // BCAST: nothing remembered
+	require.Nil(t, pushes(t, r))
+	stats := rltest.Info(t, r, "stats")
+	require.Equal(t, []string{"2", "2", "2"}, []string{stats["tracking_total_keys"], stats["tracking_total_items"], stats["tracking_total_prefixes"]})
+	require.Equal(t, "2", rltest.Info(t, r, "clients")["tracking_clients"])
+	r.Do("GET", "k3")
+	got := pushes(t, r)
+	require.Len(t, got, 1)
+	require.Regexp(t, `^>\["invalidate" \["k[123]"\]\]$`, got[0])
+	require.Equal(t, "2", rltest.Info(t, r, "stats")["tracking_total_keys"])
+	require.Equal(t, "+OK", r.Do("CLIENT", "TRACKING", "OFF"))
+	require.Equal(t, "1", rltest.Info(t, r, "clients")["tracking_clients"])
+}
