@@ -326,7 +326,13 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 		}
 	}
 	cmd.Run(x)
-	if tracking && cmd.Has(commands.FlagWrite) {
+	if cmd.Has(commands.FlagWrite) && (tracking || n.track.clients.Load() > 0) {
+		// Read again after the write: a connection that turned tracking
+		// on and read a key meanwhile is told too (every key tracked now
+		// counts as changed when beforeWrite did not run).
+		if !tracking {
+			c.trackWrites = c.trackWrites[:0]
+		}
 		n.afterWrite(c, cmd, args, now, st)
 	}
 	if len(c.trackPending) > 0 && !c.inExec {

@@ -28,15 +28,21 @@ import (
 // prefixes, one message per prefix and command. A change is what
 // engine.Store.State tells apart (kind, deadline, state), as for WATCH:
 // a write that leaves a key as it was (a refused limiter call, a DEL of
-// no key) sends nothing, as in Redis.
+// no key) sends nothing, as in Redis; unlike Redis, neither does a SET of
+// the value the key holds. Keys the engine changes on its own (expiry,
+// eviction, a primary's stream, a flush) come through engine.OnChange.
+//
+// Lock order: a shard's lock (OnChange runs under it), then tr.mu, then
+// the clients' and the sessions' locks; tr.mu is never held while a
+// shard's lock is taken.
 
 // tracking is the node's table of tracked keys.
 type tracking struct {
 	// clients is how many connections have tracking on: while 0, a
 	// command costs one load of it and nothing more.
 	clients atomic.Int32
-	// maxKeys is tracking-table-max-keys: past it, the keys read first
-	// are invalidated and forgotten (0: no limit).
+	// maxKeys is tracking-table-max-keys: past it, keys (any) are told
+	// as changed and forgotten (0: no limit).
 	maxKeys atomic.Int64
 
 	mu sync.Mutex
@@ -47,16 +53,18 @@ type tracking struct {
 	// prefixes maps a BCAST prefix to the IDs of its connections.
 	prefixes map[string]map[int64]struct{}
 
-	// changes are the keys the engine changed on its own while a
-	// connection tracked (engine.OnChange: expired, evicted, applied
-	// from a primary), copied, for RunTracking; wake tells it.
+	// changes are the tracked keys the engine changed on its own while
+	// a connection tracked (engine.OnChange: expired, evicted, applied
+	// from a primary), copied, and nil for a flush, for RunTracking (or
+	// the FLUSHALL that made one); wake tells RunTracking.
 	chMu    sync.Mutex
 	changes [][]byte
 	wake    chan struct{}
 }
 
 // changed is the engine's OnChange while a connection tracks: it keeps a
-// copy of key and wakes RunTracking. It runs under a shard lock.
+// copy of a tracked key (or a flush's nil) and wakes RunTracking. It may
+// run under a shard lock.
 func (tr *tracking) changed(key []byte) {
 	if key != nil { // nil: a flush, kept as nil
 		tr.mu.Lock() // never held while a shard lock is taken
