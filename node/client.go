@@ -60,6 +60,10 @@ type Client struct {
 	// what its changes told this connection, written after its reply.
 	trackWrites  []trackedWrite
 	trackPending []*Message
+	// trackNow and trackState are afterWrite's scratch: the arguments of
+	// the keys tracked after the write, and a key's state then.
+	trackNow   []int
+	trackState []byte
 }
 
 // SetDeliver sets how messages published by other connections reach

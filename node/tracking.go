@@ -231,7 +231,7 @@ func (tr *tracking) tracked(key []byte) bool {
 		return true
 	}
 	for p := range tr.prefixes {
-		if bytes.HasPrefix(key, []byte(p)) {
+		if len(key) >= len(p) && string(key[:len(p)]) == p {
 			return true
 		}
 	}
@@ -267,28 +267,34 @@ func (n *Node) afterWrite(c *Client, cmd *commands.Command, args [][]byte, now i
 		n.drainChanges(c)
 		return
 	}
-	var changed [][]byte
-	var buf []byte
-	j := 0
+	// The keys tracked now, under one lock; then, outside it, which of
+	// them changed. A key tracked before and not now was told already (a
+	// change on another connection forgot it).
+	c.trackNow = c.trackNow[:0]
 	tr := &n.track
+	tr.mu.Lock()
 	cmd.KeyPositions(args, func(i int) {
-		if j < len(c.trackWrites) && c.trackWrites[j].arg == i {
-			tw := &c.trackWrites[j]
-			j++
-			var found bool
-			buf, found = st.State(args[i], now, buf[:0])
-			if found != tw.found || !bytes.Equal(buf, tw.state) {
-				changed = append(changed, args[i])
-			}
-			return
-		}
-		tr.mu.Lock()
-		t := tr.tracked(args[i])
-		tr.mu.Unlock()
-		if t {
-			changed = append(changed, args[i])
+		if tr.tracked(args[i]) {
+			c.trackNow = append(c.trackNow, i)
 		}
 	})
+	tr.mu.Unlock()
+	var changed [][]byte
+	j := 0 // both lists are in argument order
+	for _, i := range c.trackNow {
+		for j < len(c.trackWrites) && c.trackWrites[j].arg < i {
+			j++
+		}
+		if j < len(c.trackWrites) && c.trackWrites[j].arg == i {
+			tw := &c.trackWrites[j]
+			var found bool
+			c.trackState, found = st.State(args[i], now, c.trackState[:0])
+			if found == tw.found && bytes.Equal(c.trackState, tw.state) {
+				continue
+			}
+		}
+		changed = append(changed, args[i])
+	}
 	if len(changed) > 0 {
 		n.invalidate(c, changed)
 	}
