@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 	"github.com/rlserver/rlserver/internal/rltest"
 	"github.com/stretchr/testify/require"
 )
@@ -619,6 +620,33 @@ func TestClusterThreePrimaries(t *testing.T) {
 			}
 		}
 	}
+	// rueidis, with its defaults (RESP3, CLUSTER SHARDS or SLOTS, client-side
+	// caching): routes each key to its shard, where it is limited now, and
+	// reads a key's TAT from its cache until another client changes it.
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{p1.addr}})
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	for i := 0; i < keys; i += 10 {
+		k := "k" + strconv.Itoa(i)
+		v, err := rc.Do(ctx, rc.B().Arbitrary("CL.THROTTLE").Keys(k).Args("0", "1", "60").Build()).AsIntSlice()
+		require.NoError(t, err, k)
+		require.Equal(t, int64(1), v[0], "rueidis: CL.THROTTLE %s 0 1 60 (slot %d), limited after two calls", k, keySlot(k))
+	}
+	tat := func() (string, bool) {
+		r := rc.DoCache(ctx, rc.B().Get().Key("k7").Cache(), time.Minute)
+		v, err := r.ToString()
+		require.NoError(t, err)
+		return v, r.IsCacheHit()
+	}
+	first, _ := tat()
+	again, hit := tat()
+	require.True(t, hit, "rueidis's second GET k7 from its cache")
+	require.Equal(t, first, again)
+	require.Equal(t, "+OK", owner(keySlot("k7")).c.Do("SET", "k7", "12345"))
+	rltest.WaitFor(t, 10*time.Second, "rueidis's cache to drop k7", func() (bool, string) {
+		v, _ := tat()
+		return v == "12345", v
+	})
 	for _, p := range primaries {
 		require.Equal(t, strconv.Itoa(want[p]), p.c.Do("DBSIZE"), "DBSIZE of the primary :%d: the keys of its slots, no other", p.m.port)
 		// COUNTKEYSINSLOT and GETKEYSINSLOT for the first key it owns.
