@@ -47,12 +47,17 @@ func (s *Session) Tracking() Tracking {
 	return s.tracking
 }
 
-// SetTracking sets the connection's tracking mode (the node's Track).
+// SetTracking sets the connection's tracking mode (the node's Track,
+// on the connection's goroutine). Off forgets CLIENT CACHING too, as
+// Redis's disableTracking does.
 func (s *Session) SetTracking(t Tracking) {
 	s.mu.Lock()
 	s.tracking = t
 	s.mu.Unlock()
 	s.trackingOn.Store(t.On)
+	if !t.On {
+		s.caching = false
+	}
 }
 
 // TrackingOn reports whether tracking is on, without the lock: the

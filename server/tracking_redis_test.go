@@ -14,7 +14,8 @@ import (
 // TestTrackingAsRedis: client-side caching (CLIENT TRACKING, CLIENT
 // CACHING) as Redis 7.0's, on both servers. Each script runs on named
 // connections; after each step, every connection is asked PING and what
-// it got before the answer is kept: the step's reply, and the
+// it got before the answer is kept (not the sender of a CLIENT command,
+// which keeps CLIENT CACHING's hold where a PING would end it): the step's reply, and the
 // invalidations, in RESP3 pushes or, in RESP2, messages on
 // __redis__:invalidate to a redirect's subscriber. Client IDs are
 // written as the connection's name ($S), on both sides.
@@ -54,6 +55,8 @@ func TestTrackingAsRedis(t *testing.T) {
 			"A HELLO 3", "A CLIENT TRACKING ON OPTIN", "A GET k", "B SET k 1", "A CLIENT CACHING YES", "A GET k",
 			"B SET k 2", "A CLIENT CACHING YES", "A PING", "A GET k", "B SET k 3", "A CLIENT CACHING YES",
 			"A CLIENT TRACKINGINFO", "A MULTI", "A GET k", "A EXEC", "B SET k 4", "A CLIENT TRACKINGINFO",
+			"A CLIENT CACHING YES", "A CLIENT TRACKING OFF", "A CLIENT TRACKING ON OPTIN", "A CLIENT TRACKINGINFO",
+			"A GET k", "B SET k 5",
 		}, `A: >["invalidate" ["k"]]`},
 		{"OPTOUT", []string{
 			"A HELLO 3", "A CLIENT TRACKING ON OPTOUT", "A CLIENT CACHING NO", "A CLIENT TRACKINGINFO", "A GET k",
@@ -144,8 +147,9 @@ func runTracking(t *testing.T, port int, steps []string) []string {
 		line := []string{who + ": " + r}
 		for _, name := range names {
 			c := conns[name]
-			// A PING would end CLIENT CACHING's hold, or be queued.
-			if c == nil || inMulti[name] || name == who && args[0] == "CLIENT" && args[1] == "CACHING" {
+			// A PING would end CLIENT CACHING's hold (which CLIENT's
+			// subcommands keep), or be queued.
+			if c == nil || inMulti[name] || name == who && args[0] == "CLIENT" {
 				continue
 			}
 			c.Send(rltest.Encode("PING"))
