@@ -124,6 +124,7 @@ var redisCategories = map[string]string{
 	"client|trackinginfo":     "@slow @connection",
 	"client|tracking":         "@slow @connection",
 	"client|caching":          "@slow @connection",
+	"client|reply":            "@slow @connection",
 	"unwatch":                 "@fast @transaction",
 	"acl|cat":                 "@slow",
 	"acl|genpass":             "@slow",

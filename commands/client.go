@@ -367,7 +367,7 @@ func cmdClientHelp(x *Ctx) {
 		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID id ...]", "KILL <ip:port> | KILL <filter> <value> ...",
 		"GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>", "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)",
-		"PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+		"PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "REPLY (ON|OFF|SKIP)", "UNBLOCK <clientid> [TIMEOUT|ERROR]",
 		"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]", "CACHING (YES|NO)",
 		"GETREDIR", "TRACKINGINFO", "HELP",
 	}

@@ -171,6 +171,7 @@ func cmdReset(x *Ctx) {
 		x.N.Track(c, Tracking{})
 	}
 	c.proto.Store(2)
+	c.reply = replyOn
 	c.readOnly = false
 	c.SetName("")
 	def := x.N.User("default")

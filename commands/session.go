@@ -69,6 +69,8 @@ type Session struct {
 	tracking   Tracking
 	trackingOn atomic.Bool
 	caching    bool
+	// reply is CLIENT REPLY's mode (reply.go).
+	reply replyMode
 
 	// all holds an RL.ALL call's limits, results and the records of its
 	// decisions, reused from call to call (all.go).

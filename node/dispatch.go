@@ -20,9 +20,13 @@ import (
 // refused on a read-only node. Then it reads the clock once and runs the
 // handler.
 func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
+	if c.Quiet() { // CLIENT REPLY OFF or SKIP: the reply is dropped
+		w = commands.QuietWriter{W: w, S: c.Session}
+	}
 	if h := n.exec(c, args, w); h != nil {
 		_ = n.execHeld(context.Background(), c, args, w, h)
 	}
+	c.EndCommand()
 }
 
 // ExecContext is Exec for a front's internal client, which has no
@@ -31,6 +35,10 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 // hold ends, and then runs (or is held again). If ctx ends first, the
 // command never runs and ExecContext returns ctx's error.
 func (n *Node) ExecContext(ctx context.Context, c *Client, args [][]byte, w commands.Writer) error {
+	if c.Quiet() {
+		w = commands.QuietWriter{W: w, S: c.Session}
+	}
+	defer c.EndCommand()
 	if h := n.exec(c, args, w); h != nil {
 		return n.execHeld(ctx, c, args, w, h)
 	}
@@ -179,7 +187,7 @@ func (n *Node) RunQueued(s *commands.Session, queue [][][]byte, w commands.Write
 			f()
 		}
 		c.afterExec = nil
-		c.writePendingTracking(w) // after EXEC's reply, as Redis sends them
+		c.writePendingTracking(unquiet(w)) // after EXEC's reply, as Redis sends them
 	}()
 	n.engine.Atomic(func(st engine.Store) {
 		var buf []byte
@@ -336,7 +344,7 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 		n.afterWrite(c, cmd, args, now, st)
 	}
 	if len(c.trackPending) > 0 && !c.inExec {
-		c.writePendingTracking(w)
+		c.writePendingTracking(unquiet(w))
 	}
 	end := clock.Mono()
 	cs := n.perCmd[cmd.Index].cell(c.stripe)
@@ -437,4 +445,13 @@ func (n *Node) keyTooLong(cmd *commands.Command, args [][]byte) bool {
 	tooLong := false
 	cmd.KeyPositions(args, func(i int) { tooLong = tooLong || len(args[i]) > lim })
 	return tooLong
+}
+
+// unquiet is w without CLIENT REPLY's filter: out-of-band messages (an
+// invalidation) go whether replies do or not, as in Redis.
+func unquiet(w commands.Writer) commands.Writer {
+	if q, ok := w.(commands.QuietWriter); ok {
+		return q.W
+	}
+	return w
 }

@@ -194,3 +194,83 @@ func runTracking(t *testing.T, port int, steps []string) []string {
 	}
 	return out
 }
+
+// TestClientReplyAsRedis: CLIENT REPLY ON|OFF|SKIP as Redis 7.0's, on both
+// servers: A's commands are sent without waiting for replies, then A asks
+// ECHO end with replies on, and everything A received up to it is
+// compared. Replies dropped by OFF or SKIP are missing; published messages
+// and invalidations (pushes) are not. B's commands wait for their reply,
+// after A has run what comes before them (CLIENT LIST's cmd).
+func TestClientReplyAsRedis(t *testing.T) {
+	rd := startRedis(t, rltest.Tool(t, "redis-server"))
+	p := startRepl(t)
+	for _, tc := range []struct {
+		name  string
+		steps []string
+		want  string // in rlserver's stream
+	}{
+		{"off, skip, on", []string{"A CLIENT REPLY OFF", "A PING", "A SET k 1", "A FOO", "A CLIENT REPLY SKIP",
+			"A CLIENT REPLY ON", "A PING", "A CLIENT REPLY SKIP", "A PING", "A ECHO after-skip", "A CLIENT REPLY SKIP",
+			"A CLIENT REPLY SKIP", "A ECHO skipped", "A ECHO kept", "A CLIENT REPLY MAYBE", "A CLIENT REPLY",
+			"A CLIENT REPLY ON X", "A CLIENT REPLY OFF", "A RESET", "A ECHO after-reset"}, `"after-reset"`},
+		{"pushes still go", []string{"A HELLO 3", "A SUBSCRIBE c", "A CLIENT REPLY OFF", "B PUBLISH c hello",
+			"A CLIENT TRACKING ON", "A GET k", "B SET k 2"}, `>["invalidate" ["k"]]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [2][]string
+			for i, n := range []*replNode{rd, p} {
+				addr := "127.0.0.1:" + strconv.Itoa(n.port)
+				b := rltest.Dial(t, addr)
+				require.Equal(t, "+OK", b.Do("FLUSHALL"))
+				a := rltest.Dial(t, addr)
+				id := a.Do("CLIENT", "ID")
+				var last string // A's last command sent
+				for _, step := range tc.steps {
+					f := strings.Fields(step)
+					if f[0] == "A" {
+						a.Send(rltest.Encode(f[1:]...))
+						last = strings.ToLower(f[1])
+						if f[1] == "CLIENT" {
+							last += "|" + strings.ToLower(f[2])
+						}
+						continue
+					}
+					rltest.WaitFor(t, 10*time.Second, "A to have run "+last, func() (bool, string) {
+						l := b.Do("CLIENT", "LIST", "ID", id)
+						return strings.Contains(l, " cmd="+last+" "), l
+					})
+					b.Do(f[1:]...)
+				}
+				a.Send(rltest.Encode("CLIENT", "REPLY", "ON"))
+				a.Send(rltest.Encode("ECHO", "end"))
+				for {
+					r, err := a.Read()
+					require.NoError(t, err)
+					if r == `"end"` {
+						break
+					}
+					if strings.Contains(r, `"server"`) {
+						r = "(HELLO's map)"
+					}
+					got[i] = append(got[i], r)
+				}
+			}
+			require.Equal(t, got[0], got[1], "Redis's replies, then rlserver's")
+			require.Contains(t, got[1], tc.want)
+		})
+	}
+	// Inside a transaction, rlserver answers OFF and SKIP with +OK in
+	// EXEC's array, and they hold after it; Redis leaves the array short.
+	a := rltest.Dial(t, "127.0.0.1:"+strconv.Itoa(p.port))
+	for _, args := range [][]string{{"MULTI"}, {"CLIENT", "REPLY", "SKIP"}, {"PING"}} {
+		a.Send(rltest.Encode(args...))
+	}
+	for _, want := range []string{"+OK", "+QUEUED", "+QUEUED"} {
+		r, err := a.Read()
+		require.NoError(t, err)
+		require.Equal(t, want, r)
+	}
+	require.Equal(t, "[+OK +PONG]", a.Do("EXEC"))
+	a.Send(rltest.Encode("ECHO", "skipped"))
+	require.Equal(t, `"kept"`, a.Do("ECHO", "kept"))
+}
