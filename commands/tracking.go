@@ -74,12 +74,6 @@ func (s *Session) BreakRedirect() (was bool) {
 	return was
 }
 
-// Caching reports whether CLIENT CACHING was given for the command now
-// running (or the transaction it is in); EndCaching forgets it, as Redis
-// does after any command but CLIENT's outside MULTI.
-func (s *Session) Caching() bool { return s.caching }
-func (s *Session) EndCaching()   { s.caching = false }
-
 // Remembers reports whether the keys of a read by the session are to be
 // remembered for it: tracking on, not BCAST, and CLIENT CACHING as its
 // OPTIN or OPTOUT mode asks.

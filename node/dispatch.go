@@ -26,7 +26,7 @@ func (n *Node) Exec(c *Client, args [][]byte, w commands.Writer) {
 	if h := n.exec(c, args, w); h != nil {
 		_ = n.execHeld(context.Background(), c, args, w, h)
 	}
-	c.EndCommand()
+	c.EndCommand(args)
 }
 
 // ExecContext is Exec for a front's internal client, which has no
@@ -38,7 +38,7 @@ func (n *Node) ExecContext(ctx context.Context, c *Client, args [][]byte, w comm
 	if c.Quiet() {
 		w = commands.QuietWriter{W: w, S: c.Session}
 	}
-	defer c.EndCommand()
+	defer c.EndCommand(args)
 	if h := n.exec(c, args, w); h != nil {
 		return n.execHeld(ctx, c, args, w, h)
 	}
@@ -70,16 +70,6 @@ func (n *Node) execHeld(ctx context.Context, c *Client, args [][]byte, w command
 func (n *Node) exec(c *Client, args [][]byte, w commands.Writer) (held chan struct{}) {
 	if len(args) == 0 {
 		return nil
-	}
-	if c.Caching() {
-		// CLIENT CACHING holds for the next command, or the next
-		// transaction: it ends after any command but CLIENT's outside
-		// MULTI, as Redis's resetClient ends it.
-		defer func() {
-			if !c.InMulti() && !ascii.EqualFold(args[0], "client") {
-				c.EndCaching()
-			}
-		}()
 	}
 	d := n.dispatch.cell(c.stripe)
 	d[nCommands].Add(1)
@@ -324,7 +314,7 @@ func (n *Node) nowAt(m int64) int64 {
 func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.Writer, now int64, st engine.Store) {
 	x := &c.ctx
 	*x = commands.Ctx{N: n, C: c.Session, W: w, Args: args, Now: now, Store: st}
-	tracking := n.track.clients.Load() > 0 // client-side caching (tracking.go)
+	tracking := n.trackers.Load() > 0 // client-side caching (tracking.go)
 	if tracking {
 		switch {
 		case cmd.Has(commands.FlagReadOnly) && (cmd.FirstKey > 0 || cmd.NextKey != nil) && c.Remembers():
@@ -334,17 +324,17 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 		}
 	}
 	cmd.Run(x)
-	if cmd.Has(commands.FlagWrite) && (tracking || n.track.clients.Load() > 0) {
+	if cmd.Has(commands.FlagWrite) && (tracking || n.trackers.Load() > 0) {
 		// Read again after the write: a connection that turned tracking
 		// on and read a key meanwhile is told too (every key tracked now
 		// counts as changed when beforeWrite did not run).
 		if !tracking {
 			c.trackWrites = c.trackWrites[:0]
 		}
-		n.afterWrite(c, cmd, args, now, st)
-	}
-	if len(c.trackPending) > 0 && !c.inExec {
-		c.writePendingTracking(unquiet(w))
+		n.afterWrite(c, cmd, args, now, st) // the only one to leave c anything pending
+		if len(c.trackPending) > 0 && !c.inExec {
+			c.writePendingTracking(unquiet(w))
+		}
 	}
 	end := clock.Mono()
 	cs := n.perCmd[cmd.Index].cell(c.stripe)

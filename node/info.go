@@ -124,7 +124,7 @@ func (n *Node) infoClients(f *infoFields, _ int64, _ engine.Store) {
 	f.line("connected_clients", n.connectedClients())
 	f.line("maxclients", n.maxClients.Load())
 	f.line("blocked_clients", n.blocked.Load())
-	f.line("tracking_clients", n.track.clients.Load())
+	f.line("tracking_clients", n.trackers.Load())
 }
 
 func (n *Node) infoMemory(f *infoFields, _ int64, st engine.Store) {

@@ -63,9 +63,13 @@ type Node struct {
 	readOnly atomic.Pointer[commands.Error]
 	// held is the hold in force, nil for none: while a FAILOVER runs or
 	// a CLIENT PAUSE lasts, the commands it holds wait (hold.go).
-	held   atomic.Pointer[hold]
-	holdMu sync.Mutex
-	holds  holds
+	held atomic.Pointer[hold]
+	// trackers is how many connections have CLIENT TRACKING on
+	// (tracking.go), beside held, which every command reads too: while
+	// 0, a command looks at nothing else of tracking.
+	trackers atomic.Int32
+	holdMu   sync.Mutex
+	holds    holds
 	// blocked counts the commands waiting now: held ones (hold.go) and
 	// WAITs (INFO clients' blocked_clients, as Redis counts both).
 	blocked atomic.Int64

@@ -38,9 +38,6 @@ import (
 
 // tracking is the node's table of tracked keys.
 type tracking struct {
-	// clients is how many connections have tracking on: while 0, a
-	// command costs one load of it and nothing more.
-	clients atomic.Int32
 	// maxKeys is tracking-table-max-keys: past it, keys (any) are told
 	// as changed and forgotten (0: no limit).
 	maxKeys atomic.Int64
@@ -169,11 +166,11 @@ func (n *Node) Track(s *commands.Session, t commands.Tracking) {
 	}
 	switch {
 	case t.On && !was.On:
-		if tr.clients.Add(1) == 1 {
+		if n.trackers.Add(1) == 1 {
 			n.engine.OnChange(tr.changed)
 		}
 	case !t.On && was.On:
-		if tr.clients.Add(-1) == 0 {
+		if n.trackers.Add(-1) == 0 {
 			n.engine.OnChange(nil)
 		}
 	}
