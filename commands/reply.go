@@ -22,23 +22,6 @@ const (
 // dropped (CLIENT REPLY OFF, or SKIP before it).
 func (s *Session) Quiet() bool { return s.reply == replyOff || s.reply == replySkip }
 
-// EndCommand moves the per-command states on once a command (args) has
-// run, as Redis's resetClient does: CLIENT REPLY SKIP skips the command
-// after it, not the one after that; CLIENT CACHING holds for the next
-// command or transaction, so it ends after any command but CLIENT's
-// outside MULTI.
-func (s *Session) EndCommand(args [][]byte) {
-	switch s.reply {
-	case replySkip:
-		s.reply = replyOn
-	case replySkipNext:
-		s.reply = replySkip
-	}
-	if s.caching && !s.InMulti() && !ascii.EqualFold(args[0], "client") {
-		s.caching = false
-	}
-}
-
 // cmdClientReply is CLIENT REPLY ON|OFF|SKIP.
 func cmdClientReply(x *Ctx) {
 	switch {

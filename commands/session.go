@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlserver/rlserver/acl"
 	"github.com/rlserver/rlserver/clock"
+	"github.com/rlserver/rlserver/internal/ascii"
 )
 
 // Session is one connection's protocol state: what the connection
@@ -63,12 +64,10 @@ type Session struct {
 
 	// tracking is the connection's client-side caching mode (CLIENT
 	// TRACKING, tracking.go), under mu: invalidations sent from other
-	// connections read it. trackingOn mirrors tracking.On for the
-	// dispatcher. caching: CLIENT CACHING was given for the next
-	// command (or transaction).
-	tracking   Tracking
-	trackingOn atomic.Bool
-	caching    bool
+	// connections read it. caching: CLIENT CACHING was given for the
+	// next command (or transaction).
+	tracking Tracking
+	caching  bool
 	// reply is CLIENT REPLY's mode (reply.go).
 	reply replyMode
 
@@ -265,4 +264,21 @@ func (s *Session) SetName(n string) {
 	s.mu.Lock()
 	s.name = n
 	s.mu.Unlock()
+}
+
+// EndCommand moves the per-command states on once a command (args) has
+// run, as Redis's resetClient does: CLIENT REPLY SKIP skips the command
+// after it, not the one after that; CLIENT CACHING holds for the next
+// command or transaction, so it ends after any command but CLIENT's
+// outside MULTI.
+func (s *Session) EndCommand(args [][]byte) {
+	switch s.reply {
+	case replySkip:
+		s.reply = replyOn
+	case replySkipNext:
+		s.reply = replySkip
+	}
+	if s.caching && !s.InMulti() && !ascii.EqualFold(args[0], "client") {
+		s.caching = false
+	}
 }

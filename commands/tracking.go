@@ -54,36 +54,26 @@ func (s *Session) SetTracking(t Tracking) {
 	s.mu.Lock()
 	s.tracking = t
 	s.mu.Unlock()
-	s.trackingOn.Store(t.On)
 	if !t.On {
 		s.caching = false
 	}
 }
 
-// TrackingOn reports whether tracking is on, without the lock: the
-// dispatcher asks at every command.
-func (s *Session) TrackingOn() bool { return s.trackingOn.Load() }
+// TrackingOn reports whether tracking is on.
+func (s *Session) TrackingOn() bool { return s.Tracking().On }
 
-// BreakRedirect marks the redirect's client gone and reports whether it
-// was already marked.
-func (s *Session) BreakRedirect() (was bool) {
+// BreakRedirect marks the redirect's client gone.
+func (s *Session) BreakRedirect() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	was = s.tracking.Broken
 	s.tracking.Broken = true
-	return was
+	s.mu.Unlock()
 }
 
 // Remembers reports whether the keys of a read by the session are to be
 // remembered for it: tracking on, not BCAST, and CLIENT CACHING as its
 // OPTIN or OPTOUT mode asks.
 func (s *Session) Remembers() bool {
-	if !s.trackingOn.Load() {
-		return false
-	}
-	s.mu.Lock()
-	t := s.tracking
-	s.mu.Unlock()
+	t := s.Tracking()
 	return t.On && !t.BCast && !(t.OptIn && !s.caching) && !(t.OptOut && s.caching)
 }
 
@@ -264,12 +254,12 @@ func cmdClientTrackingInfo(x *Ctx) {
 	}
 }
 
-// WriteInvalidation writes a tracking message to a connection of protocol
-// proto: the keys to drop, or, for nil, every key (a flush). In RESP3 a
+// WriteInvalidation writes a tracking message in w's protocol: the keys
+// to drop, or, for nil, every key (a flush). In RESP3 a
 // push, ">2 invalidate keys"; in RESP2, to a redirect's subscriber, a
 // message on __redis__:invalidate.
-func WriteInvalidation(w Writer, proto int, keys [][]byte) {
-	if proto >= 3 {
+func WriteInvalidation(w Writer, keys [][]byte) {
+	if w.Proto() >= 3 {
 		w.Push(2)
 		w.BulkString("invalidate")
 	} else {

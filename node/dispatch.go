@@ -253,9 +253,14 @@ func (n *Node) clientOf(s *commands.Session) *Client {
 	if s == nil {
 		return nil
 	}
+	return n.client(s.ID)
+}
+
+// client is the client with ID id, nil if none.
+func (n *Node) client(id int64) *Client {
 	n.clientsMu.Lock()
 	defer n.clientsMu.Unlock()
-	return n.clients[s.ID]
+	return n.clients[id]
 }
 
 // AppendKey appends the keys of the command args to keys, for Prefetch:
@@ -317,7 +322,7 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 	tracking := n.trackers.Load() > 0 // client-side caching (tracking.go)
 	if tracking {
 		switch {
-		case cmd.Has(commands.FlagReadOnly) && (cmd.FirstKey > 0 || cmd.NextKey != nil) && c.Remembers():
+		case cmd.Has(commands.FlagReadOnly) && cmd.FirstKey > 0 && c.Remembers():
 			n.remember(c, cmd, args)
 		case cmd.Has(commands.FlagWrite):
 			n.beforeWrite(c, cmd, args, now, st)
@@ -328,9 +333,6 @@ func (n *Node) run(c *Client, cmd *commands.Command, args [][]byte, w commands.W
 		// Read again after the write: a connection that turned tracking
 		// on and read a key meanwhile is told too (every key tracked now
 		// counts as changed when beforeWrite did not run).
-		if !tracking {
-			c.trackWrites = c.trackWrites[:0]
-		}
 		n.afterWrite(c, cmd, args, now, st) // the only one to leave c anything pending
 		if len(c.trackPending) > 0 && !c.inExec {
 			c.writePendingTracking(unquiet(w))

@@ -83,7 +83,7 @@ func (m *Message) WriteTo(w commands.Writer) {
 	case m.RedirBroken != 0:
 		commands.WriteRedirectBroken(w, m.RedirBroken)
 	case m.Invalidate:
-		commands.WriteInvalidation(w, w.Proto(), m.Keys)
+		commands.WriteInvalidation(w, m.Keys)
 	default:
 		commands.WriteMessage(w, m.Pattern, m.Channel, m.Payload)
 	}

@@ -2,9 +2,9 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -123,17 +123,8 @@ const defaultTrackingMaxKeys = 1_000_000
 // ClientExists reports whether a connection has the client ID id
 // (commands.Node).
 func (n *Node) ClientExists(id int64) bool {
-	n.clientsMu.Lock()
-	defer n.clientsMu.Unlock()
-	c := n.clients[id]
+	c := n.client(id)
 	return c != nil && !c.Killed()
-}
-
-// client is the client with ID id, nil if none.
-func (n *Node) client(id int64) *Client {
-	n.clientsMu.Lock()
-	defer n.clientsMu.Unlock()
-	return n.clients[id]
 }
 
 // Track sets s's client-side caching mode (commands.Node): t, or off for
@@ -212,13 +203,12 @@ func (n *Node) remember(c *Client, cmd *commands.Command, args [][]byte) {
 	}
 }
 
-// trackedWrite is what a write command's keys held before it ran, for
-// the keys someone tracked then: the argument's index, the state
-// (engine.Store.State), whether it was there.
+// trackedWrite is what a write command's key held before it ran, for a
+// key someone tracked then: the argument's index and the state
+// (engine.Store.State; empty for no key, as for WATCH).
 type trackedWrite struct {
 	arg   int
 	state []byte
-	found bool
 }
 
 // tracked reports whether a change to key must be told: a connection
@@ -228,28 +218,33 @@ func (tr *tracking) tracked(key []byte) bool {
 		return true
 	}
 	for p := range tr.prefixes {
-		if len(key) >= len(p) && string(key[:len(p)]) == p {
+		if under(key, p) {
 			return true
 		}
 	}
 	return false
 }
 
-// beforeWrite keeps, in c's scratch, the states of the keys of a write
-// command that someone tracks now, for afterWrite to compare.
+// under reports whether prefix p starts key.
+func under(key []byte, p string) bool { return len(key) >= len(p) && string(key[:len(p)]) == p }
+
+// beforeWrite keeps, in c's scratch (empty between commands: afterWrite
+// empties it), the states of the keys of a write command that someone
+// tracks now, for afterWrite to compare.
 func (n *Node) beforeWrite(c *Client, cmd *commands.Command, args [][]byte, now int64, st engine.Store) {
-	c.trackWrites = c.trackWrites[:0]
 	tr := &n.track
 	tr.mu.Lock()
 	cmd.KeyPositions(args, func(i int) {
 		if tr.tracked(args[i]) {
-			c.trackWrites = append(c.trackWrites, trackedWrite{arg: i})
+			k := len(c.trackWrites) // its state's buffer reused
+			c.trackWrites = slices.Grow(c.trackWrites, 1)[:k+1]
+			c.trackWrites[k].arg = i
 		}
 	})
 	tr.mu.Unlock()
 	for j := range c.trackWrites {
 		tw := &c.trackWrites[j]
-		tw.state, tw.found = st.State(args[tw.arg], now, tw.state[:0])
+		tw.state, _ = st.State(args[tw.arg], now, tw.state[:0])
 	}
 }
 
@@ -260,7 +255,8 @@ func (n *Node) beforeWrite(c *Client, cmd *commands.Command, args [][]byte, now 
 // OnChange of its flush: it is sent now, after the command's reply, unless
 // RunTracking has already sent it.
 func (n *Node) afterWrite(c *Client, cmd *commands.Command, args [][]byte, now int64, st engine.Store) {
-	if cmd.FirstKey <= 0 && cmd.NextKey == nil {
+	defer func() { c.trackWrites = c.trackWrites[:0] }()
+	if cmd.FirstKey <= 0 { // no keys (a command of movable keys has its first)
 		n.drainChanges(c)
 		return
 	}
@@ -283,10 +279,8 @@ func (n *Node) afterWrite(c *Client, cmd *commands.Command, args [][]byte, now i
 			j++
 		}
 		if j < len(c.trackWrites) && c.trackWrites[j].arg == i {
-			tw := &c.trackWrites[j]
-			var found bool
-			c.trackState, found = st.State(args[i], now, c.trackState[:0])
-			if found == tw.found && bytes.Equal(c.trackState, tw.state) {
+			c.trackState, _ = st.State(args[i], now, c.trackState[:0])
+			if bytes.Equal(c.trackState, c.trackWrites[j].state) {
 				continue
 			}
 		}
@@ -319,28 +313,23 @@ func (n *Node) invalidate(c *Client, keys [][]byte) {
 		}
 		delete(tr.keys, string(k))
 		tr.items -= len(ids)
-		for _, id := range sortedIDs(ids) {
+		for _, id := range sortedKeys(ids) {
 			sends = append(sends, send{id: id, keys: [][]byte{k}})
 		}
 	}
 	if len(tr.prefixes) > 0 {
-		ps := make([]string, 0, len(tr.prefixes))
-		for p := range tr.prefixes {
-			ps = append(ps, p)
-		}
-		slices.Sort(ps)
-		for _, p := range ps {
-			var under [][]byte
+		for _, p := range sortedKeys(tr.prefixes) {
+			var ks [][]byte
 			for _, k := range keys {
-				if strings.HasPrefix(string(k), p) {
-					under = append(under, k)
+				if under(k, p) {
+					ks = append(ks, k)
 				}
 			}
-			if len(under) == 0 {
+			if len(ks) == 0 {
 				continue
 			}
-			for _, id := range sortedIDs(tr.prefixes[p]) {
-				sends = append(sends, send{id: id, keys: under, bc: true})
+			for _, id := range sortedKeys(tr.prefixes[p]) {
+				sends = append(sends, send{id: id, keys: ks, bc: true})
 			}
 		}
 	}
@@ -354,15 +343,16 @@ func (n *Node) invalidate(c *Client, keys [][]byte) {
 		if !t.On || t.BCast != s.bc || t.NoLoop && target == c {
 			continue // tracking off or changed since the key was read; or the connection's own change
 		}
-		n.sendTracking(c, target, t, s.keys, false)
+		n.sendTracking(c, target, t, s.keys)
 	}
 }
 
-// sortedIDs is a set of client IDs in ascending order.
-func sortedIDs(ids map[int64]struct{}) []int64 {
-	out := make([]int64, 0, len(ids))
-	for id := range ids {
-		out = append(out, id)
+// sortedKeys is m's keys in ascending order (client IDs, prefixes), in
+// one allocation.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out
@@ -385,19 +375,19 @@ func (n *Node) flushTracking(c *Client) {
 	n.clientsMu.Unlock()
 	slices.SortFunc(targets, func(a, b *Client) int { return int(a.ID - b.ID) })
 	for _, t := range targets {
-		n.sendTracking(c, t, t.Tracking(), nil, true)
+		n.sendTracking(c, t, t.Tracking(), nil)
 	}
 }
 
 // sendTracking sends target (tracking as t) an invalidation of keys, or
-// of every key for flush, on its own connection (RESP3) or on its
+// of every key for nil keys (a flush), on its own connection (RESP3) or on its
 // redirect's: a push in RESP3, a message on __redis__:invalidate to a
 // RESP2 redirect that subscribed to anything. RESP2 without a redirect
 // gets nothing, as in Redis. A redirect whose client has gone is marked
 // broken, and a RESP3 target told so. What goes to c, the connection
 // whose command changed the keys, follows that command's reply
 // (pendingTracking).
-func (n *Node) sendTracking(c, target *Client, t commands.Tracking, keys [][]byte, flush bool) {
+func (n *Node) sendTracking(c, target *Client, t commands.Tracking, keys [][]byte) {
 	dest, redirected := target, false
 	if t.Redirect != 0 {
 		dest = n.client(t.Redirect)
@@ -416,11 +406,8 @@ func (n *Node) sendTracking(c, target *Client, t commands.Tracking, keys [][]byt
 		}
 	}
 	m := &Message{Invalidate: true}
-	if !flush {
-		m.Keys = make([][]byte, len(keys))
-		for i, k := range keys {
-			m.Keys[i] = bytes.Clone(k)
-		}
+	for _, k := range keys {
+		m.Keys = append(m.Keys, bytes.Clone(k))
 	}
 	n.deliverTo(c, dest, m)
 }
